@@ -10,9 +10,9 @@ PKGS=(
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
 	rdmacm-utils perftest iproute2 ethtool
-	pkg-config gnuplot-nox
+	pkg-config gnuplot-nox linux-source-6.1
 )
-[ "${1:-}" = "--debug" ] && PKGS+=(linux-source-6.1 rsync dwarves)
+[ "${1:-}" = "--debug" ] && PKGS+=(rsync dwarves)
 
 missing=()
 for p in "${PKGS[@]}"; do
