@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0
+# Host-side helpers of the VM harness: kernel selection, vmlinux extraction,
+# initramfs, qemu argument building.  Sourced by tools/vm/run and tools/vm/pair.
+
+VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$VM_DIR/../.." && pwd)
+RBOND_CACHE=${RBOND_CACHE:-/var/tmp/rdma_bond-cache}
+
+vm_die() { echo "vm: $*" >&2; exit 2; }
+
+# Kernel release to boot: $1, or the newest /boot/vmlinuz-* (Debian's 6.1).
+vm_pick_kver() {
+	local k=$1
+	[ -n "$k" ] || k=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sed 's|.*/vmlinuz-||' |
+			   grep -v -- '-dbg$' | sort -V | tail -n1)
+	[ -n "$k" ] || vm_die "no kernel in /boot (run tools/deps.sh)"
+	echo "$k"
+}
+
+# Path of the kernel image for KVER.  A debug kernel (issue: debug lane) lives
+# in the cache; a Debian kernel is /boot/vmlinuz-KVER, decompressed once to an
+# ELF vmlinux (PVH entry) because decompression costs ~4 s under TCG.
+vm_kernel_image() {
+	local kver=$1 img out off
+	if [ -f "$RBOND_CACHE/kernels/$kver/vmlinux" ]; then
+		echo "$RBOND_CACHE/kernels/$kver/vmlinux"
+		return
+	fi
+	img=/boot/vmlinuz-$kver
+	[ -f "$img" ] || vm_die "no $img"
+	out=$RBOND_CACHE/vmlinux-$kver
+	if [ ! -s "$out" ] || [ "$out" -ot "$img" ]; then
+		mkdir -p "$RBOND_CACHE"
+		# The payload of an XZ bzImage starts at the xz magic FD 37 7A 58 5A 00.
+		off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$img" | head -n1 | cut -d: -f1)
+		if [ -n "$off" ] &&
+		   tail -c +$((off + 1)) "$img" | xz -dc 2>/dev/null > "$out.tmp" ; [ -s "$out.tmp" ] &&
+		   head -c 4 "$out.tmp" | grep -q ELF; then
+			mv "$out.tmp" "$out"
+		else
+			rm -f "$out.tmp"
+			echo "$img"
+			return
+		fi
+	fi
+	echo "$out"
+}
+
+# Modules of KVER the initramfs loads (dependency order) to reach the 9p root.
+VM_INITRD_MODS="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev
+virtio_pci netfs fscache 9pnet 9pnet_virtio 9p"
+
+vm_initramfs() {
+	local kver=$1 out=$RBOND_CACHE/initramfs-$kver.cpio.gz
+	local stamp m f tmp modroot=/lib/modules/$kver
+	[ -d "$RBOND_CACHE/kernels/$kver/modules" ] && modroot=$RBOND_CACHE/kernels/$kver/modules
+	stamp=$(cat "$VM_DIR/init" "$modroot/modules.dep" /bin/busybox 2>/dev/null | md5sum | cut -c1-16)
+	if [ -s "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
+		echo "$out"
+		return
+	fi
+	[ -x /bin/busybox ] || vm_die "busybox-static missing (run tools/deps.sh)"
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp"/{bin,dev,proc,sys,newroot,mods}
+	cp /bin/busybox "$tmp/bin/busybox"
+	cp "$VM_DIR/init" "$tmp/init"
+	chmod 755 "$tmp/init"
+	for m in $VM_INITRD_MODS; do
+		f=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$modroot/modules.dep" | cut -d: -f1)
+		if [ -z "$f" ]; then
+			# built in: nothing to load
+			continue
+		fi
+		cp "$modroot/$f" "$tmp/mods/"
+		echo "$(basename "$f")" >> "$tmp/mods/order"
+	done
+	mkdir -p "$RBOND_CACHE"
+	(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp"
+	mv "$out.tmp" "$out"
+	echo "$stamp" > "$out.stamp"
+	rm -rf "$tmp"
+	echo "$out"
+}
+
+# Does the guest kernel log $1 hold a report that fails a test?
+VM_BAD_RE='Kernel panic|Oops|BUG:|WARNING:|general protection fault|Call Trace:|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|unreferenced object|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|scheduling while atomic|list_add corruption|list_del corruption|refcount_t:|hung_task|blocked for more than'
+vm_log_bad() {
+	grep -E "$VM_BAD_RE" "$1" >/dev/null 2>&1
+}
