@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+int tap_n, tap_failed, tap_skipped;
+
+void tap_ok(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	if (!ok)
+		tap_failed++;
+	printf("%s %d - ", ok ? "ok" : "not ok", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+void tap_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	tap_skipped++;
+	printf("ok %d - ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" # SKIP\n");
+	fflush(stdout);
+}
+
+void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int dev_open(struct dev *d, const char *name, int gid_index)
+{
+	struct ibv_device **list;
+	char path[256];
+	int i, n;
+
+	memset(d, 0, sizeof(*d));
+	d->name = name;
+	d->gid_index = gid_index;
+	list = ibv_get_device_list(&n);
+	if (!list) {
+		diag("ibv_get_device_list: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			break;
+	if (i == n) {
+		diag("device %s not found (provider not loaded? RDMAV_DRIVERS)", name);
+		ibv_free_device_list(list);
+		return -1;
+	}
+	d->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!d->ctx) {
+		diag("ibv_open_device(%s): %s", name, strerror(errno));
+		return -1;
+	}
+	d->pd = ibv_alloc_pd(d->ctx);
+	if (!d->pd) {
+		diag("ibv_alloc_pd(%s): %s", name, strerror(errno));
+		return -1;
+	}
+	if (ibv_query_port(d->ctx, 1, &d->port)) {
+		diag("ibv_query_port(%s): %s", name, strerror(errno));
+		return -1;
+	}
+	if (ibv_query_gid(d->ctx, 1, gid_index, &d->gid)) {
+		diag("ibv_query_gid(%s, %d): %s", name, gid_index, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/bond", name);
+	d->is_bond = access(path, F_OK) == 0;
+	return 0;
+}
+
+void dev_close(struct dev *d)
+{
+	if (d->pd)
+		ibv_dealloc_pd(d->pd);
+	if (d->ctx)
+		ibv_close_device(d->ctx);
+	memset(d, 0, sizeof(*d));
+}
+
+void conn_opts_default(struct conn_opts *o)
+{
+	o->timeout = 18;
+	o->retry_cnt = 7;
+	o->rnr_retry = 7;
+	o->min_rnr_timer = 12;
+	o->max_rd_atomic = 1;
+}
+
+void qp_local_info(struct dev *d, struct ibv_qp *qp, uint32_t psn,
+		   struct qp_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->qpn = qp->qp_num;
+	out->psn = psn & 0xffffff;
+	out->gid = d->gid;
+	out->lid = d->port.lid;
+	out->mtu = d->port.active_mtu;
+}
+
+int qp_to_init(struct dev *d, struct ibv_qp *qp, int access)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = access,
+	};
+
+	(void)d;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+int qp_connect(struct dev *d, struct ibv_qp *qp, const struct qp_info *me,
+	       const struct qp_info *peer, const struct conn_opts *o,
+	       int access)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	ret = qp_to_init(d, qp, access);
+	if (ret)
+		return ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = me->mtu < peer->mtu ? me->mtu : peer->mtu;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	a.max_dest_rd_atomic = o->max_rd_atomic;
+	a.min_rnr_timer = o->min_rnr_timer;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = peer->gid;
+	a.ah_attr.grh.sgid_index = d->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
+	a.rnr_retry = o->rnr_retry;
+	a.sq_psn = me->psn;
+	a.max_rd_atomic = o->max_rd_atomic;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms)
+{
+	uint64_t end = now_ms() + timeout_ms;
+	int got = 0, r;
+
+	while (got < n) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0) {
+			diag("ibv_poll_cq: %d (%s)", r, strerror(errno));
+			return got;
+		}
+		got += r;
+		if (r == 0) {
+			if (now_ms() > end)
+				break;
+			usleep(50);
+		}
+	}
+	return got;
+}
+
+void pat_fill(void *buf, size_t len, uint32_t seed, uint64_t off)
+{
+	uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pat_byte(seed, off + i);
+}
+
+long pat_check(const void *buf, size_t len, uint32_t seed, uint64_t off)
+{
+	const uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != pat_byte(seed, off + i))
+			return (long)i;
+	return -1;
+}
+
+const char *wc_status_name(enum ibv_wc_status s)
+{
+	return ibv_wc_status_str(s);
+}
