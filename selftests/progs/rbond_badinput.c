@@ -1,0 +1,732 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rbond_badinput - drive bad-input paths of an RDMA device from userspace
+ * and check that every call fails with the right error (or the right
+ * completion status) instead of crashing or succeeding.
+ *
+ *   rbond_badinput -d DEV [-D PEER_DEV] [-g GID_INDEX] [-u ACK_TIMEOUT]
+ *
+ * DEV is the device under test; connected-QP checks use an RC QP on DEV
+ * connected to one on PEER_DEV (default: DEV itself, loopback).
+ * Checks that only hold for an rdma_bond device (verbs it does not
+ * implement -> EOPNOTSUPP) are skipped on other devices.
+ * Output is TAP-like; the exit status is non-zero if any check failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define BUF 65536
+#define WAIT_MS 15000
+
+static struct dev d, p;		/* device under test, peer */
+static struct ibv_device_attr da;
+static int ack_timeout = 18;
+
+/* peer-side memory with various rights */
+static void *pb_rw, *pb_ro, *pb_wo, *pb_recv, *lb;
+static struct ibv_mr *pm_rw, *pm_ro, *pm_wo, *pm_recv, *lm;
+
+static const char *en(int e)
+{
+	static char bufs[4][48];
+	static int k;
+	char *b = bufs[k++ & 3];
+	const char *n = e > 0 ? strerrorname_np(e) : NULL;
+
+	snprintf(b, sizeof(bufs[0]), "%s(%d)", e == 0 ? "0" : n ? n : "?", e);
+	return b;
+}
+
+/* ret: 0 on success else errno value */
+static void expect_err(int got, int want, const char *what)
+{
+	tap_ok(got == want, "%s -> %s (got %s)", what, en(want), en(got));
+}
+
+static void expect_err2(int got, int w1, int w2, const char *what)
+{
+	tap_ok(got == w1 || got == w2, "%s -> %s or %s (got %s)", what, en(w1),
+	       en(w2), en(got));
+}
+
+#define PTR_ERR(call) ({ errno = 0; void *__p = (void *)(call); int __e = __p ? 0 : (errno ?: -1); __p_last = __p; __e; })
+static void *__p_last;
+
+static bool bond_only(const char *what)
+{
+	if (d.is_bond)
+		return true;
+	tap_skip("%s (rdma_bond only; %s is not a bond)", what, d.name);
+	return false;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct pair {
+	struct ibv_cq *ca, *cb;
+	struct ibv_qp *qa, *qb;
+};
+
+static void pair_destroy(struct pair *x)
+{
+	if (x->qa && ibv_destroy_qp(x->qa))
+		tap_ok(false, "destroy QP after test: %s", strerror(errno));
+	if (x->qb && ibv_destroy_qp(x->qb))
+		tap_ok(false, "destroy peer QP after test: %s", strerror(errno));
+	if (x->ca)
+		ibv_destroy_cq(x->ca);
+	if (x->cb)
+		ibv_destroy_cq(x->cb);
+	memset(x, 0, sizeof(*x));
+}
+
+static struct ibv_qp *mkqp(struct dev *dv, struct ibv_cq *cq, int wr, int sge)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = wr, .max_recv_wr = wr,
+			 .max_send_sge = sge, .max_recv_sge = sge },
+	};
+
+	return ibv_create_qp(dv->pd, &a);
+}
+
+static int pair_make(struct pair *x, uint8_t rnr_retry)
+{
+	struct qp_info ia, ib;
+	struct conn_opts o;
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+	memset(x, 0, sizeof(*x));
+	x->ca = ibv_create_cq(d.ctx, 64, NULL, NULL, 0);
+	x->cb = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
+	if (!x->ca || !x->cb)
+		goto err;
+	x->qa = mkqp(&d, x->ca, 16, 2);
+	x->qb = mkqp(&p, x->cb, 16, 2);
+	if (!x->qa || !x->qb)
+		goto err;
+	conn_opts_default(&o);
+	o.timeout = ack_timeout;
+	o.rnr_retry = rnr_retry;
+	o.retry_cnt = 2;
+	o.min_rnr_timer = 1;
+	o.max_rd_atomic = 4;
+	qp_local_info(&d, x->qa, 0x1234, &ia);
+	qp_local_info(&p, x->qb, 0x5678, &ib);
+	if ((errno = qp_connect(&d, x->qa, &ia, &ib, &o, acc)) ||
+	    (errno = qp_connect(&p, x->qb, &ib, &ia, &o, acc)))
+		goto err;
+	return 0;
+err:
+	diag("cannot build a connected QP pair: %s", strerror(errno));
+	pair_destroy(x);
+	return -1;
+}
+
+static int post1(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op,
+		 void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
+		 uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = op, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = 1;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int postr(struct ibv_qp *qp, uint64_t id, void *addr, uint32_t len,
+		 uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/* Wait for one completion and check status and wr_id. */
+static void expect_wc(struct ibv_cq *cq, uint64_t id, int n_ok,
+		      const enum ibv_wc_status *ok, const char *what)
+{
+	struct ibv_wc wc;
+	char want[160] = "";
+	bool good = false;
+	int i;
+
+	for (i = 0; i < n_ok; i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s",
+			 i ? " or " : "", wc_status_name(ok[i]));
+	if (poll_n(cq, &wc, 1, WAIT_MS) != 1) {
+		tap_ok(false, "%s -> completion %s (no completion in %d ms)", what,
+		       want, WAIT_MS);
+		return;
+	}
+	for (i = 0; i < n_ok; i++)
+		good |= wc.status == ok[i];
+	if (wc.wr_id != id) {
+		diag("wr_id 0x%llx, expected 0x%llx", (unsigned long long)wc.wr_id,
+		     (unsigned long long)id);
+		good = false;
+	}
+	tap_ok(good, "%s -> completion %s (got %s)", what, want,
+	       wc_status_name(wc.status));
+}
+
+#define WC1(cq, id, s, what) do { enum ibv_wc_status __s[] = { s }; expect_wc(cq, id, 1, __s, what); } while (0)
+#define WC2(cq, id, s1, s2, what) do { enum ibv_wc_status __s[] = { s1, s2 }; expect_wc(cq, id, 2, __s, what); } while (0)
+
+/*
+ * A WQE whose error is found at post time (EINVAL) or on completion with
+ * status st1 (what the IB spec names) or st2 (what rxe reports instead).
+ */
+static void expect_post_or_wc2(struct pair *x, int post_ret, uint64_t id,
+			       enum ibv_wc_status st1, enum ibv_wc_status st2,
+			       const char *what)
+{
+	if (post_ret) {
+		expect_err(post_ret, EINVAL, what);
+		return;
+	}
+	if (st1 == st2)
+		WC1(x->ca, id, st1, what);
+	else
+		WC2(x->ca, id, st1, st2, what);
+	/* the QP is in error now: the next WQE must be flushed */
+	if (!post1(x->qa, id + 1, IBV_WR_RDMA_WRITE, lb, 8, lm->lkey,
+		   (uintptr_t)pb_rw, pm_rw->rkey))
+		WC1(x->ca, id + 1, IBV_WC_WR_FLUSH_ERR, "  next WQE after the error");
+	else
+		tap_ok(true, "  next WQE after the error refused at post time");
+}
+
+static void expect_post_or_wc(struct pair *x, int post_ret, uint64_t id,
+			      enum ibv_wc_status st, const char *what)
+{
+	expect_post_or_wc2(x, post_ret, id, st, st, what);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void t_create_limits(void)
+{
+	struct ibv_qp_init_attr a;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int e;
+
+	e = PTR_ERR(ibv_create_cq(d.ctx, da.max_cqe + 1, NULL, NULL, 0));
+	if (!e)
+		ibv_destroy_cq(__p_last);
+	expect_err(e, EINVAL, "create CQ with cqe = max_cqe + 1");
+
+	cq = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
+	if (!cq) {
+		tap_ok(false, "create CQ: %s", strerror(errno));
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	a.send_cq = a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = da.max_qp_wr + 1;
+	a.cap.max_recv_wr = 1;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	e = PTR_ERR(qp = ibv_create_qp(d.pd, &a));
+	if (qp)
+		ibv_destroy_qp(qp);
+	expect_err(e, EINVAL, "create RC QP with max_send_wr = max_qp_wr + 1");
+
+	a.cap.max_send_wr = 1;
+	a.cap.max_send_sge = da.max_sge + 1;
+	e = PTR_ERR(qp = ibv_create_qp(d.pd, &a));
+	if (qp)
+		ibv_destroy_qp(qp);
+	expect_err(e, EINVAL, "create RC QP with max_send_sge = max_sge + 1");
+
+	if (bond_only("unsupported QP types -> EOPNOTSUPP")) {
+		static const struct { enum ibv_qp_type t; const char *n; } ts[] = {
+			{ IBV_QPT_UD, "UD" }, { IBV_QPT_UC, "UC" },
+			{ IBV_QPT_RAW_PACKET, "RAW_PACKET" },
+			{ IBV_QPT_XRC_SEND, "XRC_SEND" },
+			{ IBV_QPT_DRIVER, "DRIVER" },
+		};
+		char what[64];
+		unsigned int i;
+
+		a.cap.max_send_sge = 1;
+		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+			a.qp_type = ts[i].t;
+			e = PTR_ERR(qp = ibv_create_qp(d.pd, &a));
+			if (qp)
+				ibv_destroy_qp(qp);
+			snprintf(what, sizeof(what), "create %s QP", ts[i].n);
+			expect_err(e, EOPNOTSUPP, what);
+		}
+	}
+	ibv_destroy_cq(cq);
+}
+
+static void t_unsupported(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_cq_init_attr_ex ca = { .cqe = 16,
+		.wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+					 IBV_XRCD_INIT_ATTR_OFLAGS,
+					 .fd = -1, .oflags = O_CREAT };
+	struct ibv_cq *cq;
+	int e;
+
+	if (!bond_only("verbs rdma_bond does not implement -> EOPNOTSUPP"))
+		return;
+	e = PTR_ERR(ibv_create_srq(d.pd, &sa));
+	expect_err(e, EOPNOTSUPP, "create SRQ");
+	e = PTR_ERR(ibv_alloc_mw(d.pd, IBV_MW_TYPE_1));
+	expect_err(e, EOPNOTSUPP, "alloc MW");
+	e = PTR_ERR(ibv_create_cq_ex(d.ctx, &ca));
+	expect_err(e, EOPNOTSUPP, "create CQ_EX");
+	e = PTR_ERR(ibv_open_xrcd(d.ctx, &xa));
+	expect_err(e, EOPNOTSUPP, "open XRCD");
+	cq = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
+	if (cq) {
+		expect_err(ibv_resize_cq(cq, 64), EOPNOTSUPP, "resize CQ");
+		ibv_destroy_cq(cq);
+	}
+	{
+		struct ibv_cq *c2 = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
+		struct ibv_qp_init_attr_ex qa = {
+			.qp_type = IBV_QPT_RC, .send_cq = c2, .recv_cq = c2,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = d.pd, .send_ops_flags = IBV_QP_EX_WITH_SEND,
+		};
+
+		e = PTR_ERR(ibv_create_qp_ex(d.ctx, &qa));
+		if (!e)
+			ibv_destroy_qp(__p_last);
+		expect_err(e, EOPNOTSUPP, "create QP with the new post-send API (send_ops_flags)");
+		if (c2)
+			ibv_destroy_cq(c2);
+	}
+}
+
+static void t_mr(void)
+{
+	void *buf = malloc(BUF), *hole;
+	struct ibv_mr *mr;
+	int e;
+
+	e = PTR_ERR(mr = ibv_reg_mr(d.pd, buf, BUF, IBV_ACCESS_REMOTE_WRITE));
+	if (mr)
+		ibv_dereg_mr(mr);
+	expect_err(e, EINVAL, "reg MR REMOTE_WRITE without LOCAL_WRITE");
+
+	e = PTR_ERR(mr = ibv_reg_mr(d.pd, buf, BUF, IBV_ACCESS_REMOTE_ATOMIC));
+	if (mr)
+		ibv_dereg_mr(mr);
+	expect_err(e, EINVAL, "reg MR REMOTE_ATOMIC without LOCAL_WRITE");
+
+	hole = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(hole, 8192);
+	e = PTR_ERR(mr = ibv_reg_mr(d.pd, hole, 8192, IBV_ACCESS_LOCAL_WRITE));
+	if (mr)
+		ibv_dereg_mr(mr);
+	expect_err(e, EFAULT, "reg MR over unmapped memory");
+
+	e = PTR_ERR(mr = ibv_reg_mr(d.pd, buf, SIZE_MAX - (uintptr_t)buf + 4096,
+				    IBV_ACCESS_LOCAL_WRITE));
+	if (mr)
+		ibv_dereg_mr(mr);
+	expect_err2(e, EINVAL, ENOMEM, "reg MR whose end wraps around the address space");
+
+	mr = ibv_reg_mr(d.pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+	tap_ok(mr != NULL, "reg MR with IBV_ACCESS_RELAXED_ORDERING accepted (%s)",
+	       mr ? "ok" : strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	free(buf);
+}
+
+static void t_busy(void)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(d.ctx);
+	void *buf = malloc(BUF);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .hop_limit = 64, .sgid_index = d.gid_index } };
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	struct ibv_qp_init_attr a;
+
+	if (!pd) {
+		tap_ok(false, "alloc PD: %s", strerror(errno));
+		return;
+	}
+	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr) {
+		tap_ok(false, "reg MR: %s", strerror(errno));
+	} else {
+		expect_err(ibv_dealloc_pd(pd), EBUSY, "dealloc PD that has an MR");
+		tap_ok(ibv_dereg_mr(mr) == 0, "dereg that MR");
+	}
+
+	cq = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
+	memset(&a, 0, sizeof(a));
+	a.send_cq = a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	qp = cq ? ibv_create_qp(pd, &a) : NULL;
+	if (!qp) {
+		tap_ok(false, "create CQ+QP: %s", strerror(errno));
+	} else {
+		expect_err(ibv_destroy_cq(cq), EBUSY, "destroy CQ that a QP uses");
+		expect_err(ibv_dealloc_pd(pd), EBUSY, "dealloc PD that has a QP");
+		tap_ok(ibv_destroy_qp(qp) == 0, "destroy that QP");
+	}
+	if (cq)
+		tap_ok(ibv_destroy_cq(cq) == 0, "destroy the CQ once idle");
+
+	aa.grh.dgid = p.gid;
+	ah = ibv_create_ah(pd, &aa);
+	if (!ah) {
+		tap_ok(false, "create AH to the peer GID: %s", strerror(errno));
+	} else {
+		expect_err(ibv_dealloc_pd(pd), EBUSY, "dealloc PD that has an AH");
+		tap_ok(ibv_destroy_ah(ah) == 0, "destroy that AH");
+	}
+	/* an empty slot of the GID table, then an index past its end */
+	aa.grh.sgid_index = d.port.gid_tbl_len > 201 ? 200 : d.port.gid_tbl_len - 1;
+	expect_err(PTR_ERR(ibv_create_ah(pd, &aa)), ENODATA, "create AH with an empty sgid_index");
+	if (d.port.gid_tbl_len < 256) {
+		aa.grh.sgid_index = d.port.gid_tbl_len;
+		expect_err(PTR_ERR(ibv_create_ah(pd, &aa)), EINVAL,
+			   "create AH with sgid_index = gid_tbl_len");
+	}
+	aa.grh.sgid_index = d.gid_index;
+	aa.port_num = 2;
+	expect_err(PTR_ERR(ibv_create_ah(pd, &aa)), EINVAL, "create AH on port 2 (one-port device)");
+
+	tap_ok(ibv_dealloc_pd(pd) == 0, "dealloc the PD once empty");
+	free(buf);
+}
+
+static void t_states(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+	int ret;
+
+	qp = cq ? mkqp(&d, cq, 4, 1) : NULL;
+	if (!qp) {
+		tap_ok(false, "create QP: %s", strerror(errno));
+		goto out;
+	}
+	ret = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	tap_ok(!ret && a.qp_state == IBV_QPS_RESET, "new QP is in RESET (query_qp)");
+	expect_err(post1(qp, 1, IBV_WR_SEND, lb, 8, lm->lkey, 0, 0), EINVAL,
+		   "post_send on a RESET QP");
+	expect_err(postr(qp, 1, lb, 8, lm->lkey), EINVAL, "post_recv on a RESET QP");
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	expect_err(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL, "modify RESET -> RTR");
+	a.qp_state = IBV_QPS_RTS;
+	expect_err(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL, "modify RESET -> RTS");
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 2;
+	expect_err(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT |
+				 IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS),
+		   EINVAL, "modify -> INIT on port 2");
+	a.qp_state = IBV_QPS_INIT;
+	expect_err(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL,
+		   "modify -> INIT without port/pkey/access");
+	tap_ok(qp_to_init(&d, qp, IBV_ACCESS_LOCAL_WRITE) == 0, "modify RESET -> INIT");
+	expect_err(post1(qp, 2, IBV_WR_SEND, lb, 8, lm->lkey, 0, 0), EINVAL,
+		   "post_send on an INIT QP");
+	a.qp_state = IBV_QPS_RTS;
+	expect_err(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL, "modify INIT -> RTS");
+	a.qp_state = IBV_QPS_RTR;
+	expect_err(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL,
+		   "modify INIT -> RTR without AV/MTU/dest QPN/PSN");
+	ret = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	tap_ok(!ret && a.qp_state == IBV_QPS_INIT, "QP still in INIT after refused transitions");
+	tap_ok(ibv_destroy_qp(qp) == 0, "destroy QP");
+out:
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
+static void t_post_checks(void)
+{
+	struct ibv_sge sg[8];
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_recv_wr rwr, *rbad = NULL;
+	struct ibv_send_wr chain[256];
+	struct pair x;
+	struct ibv_wc wc[256];
+	int i, ret, posted;
+
+	if (pair_make(&x, 7)) {
+		tap_ok(false, "connected QP pair for post-time checks");
+		return;
+	}
+	memset(&wr, 0, sizeof(wr));
+	sg[0] = (struct ibv_sge){ (uintptr_t)lb, 8, lm->lkey };
+	wr.wr_id = 7;
+	wr.sg_list = sg;
+	wr.num_sge = 1;
+	wr.opcode = (enum ibv_wr_opcode)0x55;
+	ret = ibv_post_send(x.qa, &wr, &bad);
+	if (ret || d.is_bond) {
+		tap_ok(ret == EINVAL && bad == &wr,
+		       "post_send opcode 0x55 -> EINVAL, bad_wr = it (got %s)", en(ret));
+	} else {
+		/* user-space providers (rxe) queue it unchecked: it must then
+		 * complete in error, and the QP is unusable: start afresh
+		 */
+		struct ibv_wc w;
+
+		tap_ok(poll_n(x.ca, &w, 1, WAIT_MS) == 1 && w.wr_id == 7 &&
+		       w.status != IBV_WC_SUCCESS,
+		       "post_send opcode 0x55 accepted by %s's user-space provider, completes in error",
+		       d.name);
+		pair_destroy(&x);
+		if (pair_make(&x, 7)) {
+			tap_ok(false, "connected QP pair for post-time checks");
+			return;
+		}
+	}
+
+	for (i = 0; i < 8; i++)
+		sg[i] = (struct ibv_sge){ (uintptr_t)lb + i * 8, 8, lm->lkey };
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.num_sge = 3;	/* QP has max_send_sge 2 (the device may round up) */
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qia;
+
+		ibv_query_qp(x.qa, &qa, IBV_QP_CAP, &qia);
+		wr.num_sge = qia.cap.max_send_sge + 1;
+		if (wr.num_sge > 8)
+			wr.num_sge = 8;
+	}
+	wr.wr.rdma.remote_addr = (uintptr_t)pb_rw;
+	wr.wr.rdma.rkey = pm_rw->rkey;
+	bad = NULL;
+	ret = ibv_post_send(x.qa, &wr, &bad);
+	tap_ok(ret == EINVAL && bad == &wr, "post_send with num_sge > max_send_sge -> EINVAL (got %s)", en(ret));
+
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = sg;
+	rwr.num_sge = 8;
+	ret = ibv_post_recv(x.qa, &rwr, &rbad);
+	tap_ok(ret == EINVAL && rbad == &rwr, "post_recv with num_sge > max_recv_sge -> EINVAL (got %s)", en(ret));
+
+	/* A chain longer than the send queue: ENOMEM at the first WQE that
+	 * does not fit, everything before it executes.
+	 */
+	memset(chain, 0, sizeof(chain));
+	for (i = 0; i < 256; i++) {
+		chain[i].wr_id = 1000 + i;
+		chain[i].sg_list = sg;
+		chain[i].num_sge = 1;
+		chain[i].opcode = IBV_WR_RDMA_WRITE;
+		chain[i].send_flags = IBV_SEND_SIGNALED;
+		chain[i].wr.rdma.remote_addr = (uintptr_t)pb_rw;
+		chain[i].wr.rdma.rkey = pm_rw->rkey;
+		chain[i].next = i < 255 ? &chain[i + 1] : NULL;
+	}
+	bad = NULL;
+	ret = ibv_post_send(x.qa, chain, &bad);
+	posted = bad ? (int)(bad - chain) : 256;
+	tap_ok(ret == ENOMEM && bad && posted >= 16 && posted < 256,
+	       "post_send chain of 256 on a 16-deep SQ -> ENOMEM, bad_wr = first that did not fit (got %s, %d posted)",
+	       en(ret), posted);
+	ret = poll_n(x.ca, wc, posted, WAIT_MS);
+	{
+		bool ok = ret == posted;
+
+		for (i = 0; ok && i < ret; i++)
+			ok = wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id == 1000u + i;
+		tap_ok(ok, "the %d WQEs that fit complete in order with success (%d completions)",
+		       posted, ret);
+	}
+	pair_destroy(&x);
+}
+
+static void t_completion_errors(void)
+{
+	struct pair x;
+	uint8_t *pend = (uint8_t *)pb_rw + BUF;
+	int r;
+
+	/* invalid lkey */
+	if (!pair_make(&x, 7)) {
+		r = post1(x.qa, 10, IBV_WR_RDMA_WRITE, lb, 64, lm->lkey ^ 0x5a5a00,
+			  (uintptr_t)pb_rw, pm_rw->rkey);
+		expect_post_or_wc2(&x, r, 10, IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR,
+				   "RDMA WRITE from an invalid lkey");
+		pair_destroy(&x);
+	}
+	/* local sge beyond the MR */
+	if (!pair_make(&x, 7)) {
+		r = post1(x.qa, 20, IBV_WR_RDMA_WRITE, (uint8_t *)lb + BUF - 16, 64,
+			  lm->lkey, (uintptr_t)pb_rw, pm_rw->rkey);
+		expect_post_or_wc(&x, r, 20, IBV_WC_LOC_PROT_ERR, "RDMA WRITE from beyond the end of the local MR");
+		pair_destroy(&x);
+	}
+	/* invalid rkey */
+	if (!pair_make(&x, 7)) {
+		r = post1(x.qa, 30, IBV_WR_RDMA_WRITE, lb, 64, lm->lkey,
+			  (uintptr_t)pb_rw, pm_rw->rkey ^ 0x5a5a00);
+		expect_post_or_wc(&x, r, 30, IBV_WC_REM_ACCESS_ERR, "RDMA WRITE to an invalid rkey");
+		pair_destroy(&x);
+	}
+	/* beyond the remote MR */
+	if (!pair_make(&x, 7)) {
+		r = post1(x.qa, 40, IBV_WR_RDMA_WRITE, lb, 64, lm->lkey,
+			  (uintptr_t)(pend - 16), pm_rw->rkey);
+		expect_post_or_wc(&x, r, 40, IBV_WC_REM_ACCESS_ERR, "RDMA WRITE across the end of the remote MR");
+		pair_destroy(&x);
+	}
+	/* READ from an MR without REMOTE_READ */
+	if (!pair_make(&x, 7)) {
+		r = post1(x.qa, 50, IBV_WR_RDMA_READ, lb, 64, lm->lkey,
+			  (uintptr_t)pb_wo, pm_wo->rkey);
+		expect_post_or_wc(&x, r, 50, IBV_WC_REM_ACCESS_ERR, "RDMA READ from an MR without REMOTE_READ");
+		pair_destroy(&x);
+	}
+	/* WRITE to an MR without REMOTE_WRITE */
+	if (!pair_make(&x, 7)) {
+		r = post1(x.qa, 60, IBV_WR_RDMA_WRITE, lb, 64, lm->lkey,
+			  (uintptr_t)pb_ro, pm_ro->rkey);
+		expect_post_or_wc(&x, r, 60, IBV_WC_REM_ACCESS_ERR, "RDMA WRITE to an MR without REMOTE_WRITE");
+		pair_destroy(&x);
+	}
+	/* ATOMIC on an unaligned address */
+	if (!pair_make(&x, 7)) {
+		r = post1(x.qa, 70, IBV_WR_ATOMIC_FETCH_AND_ADD, lb, 8, lm->lkey,
+			  (uintptr_t)pb_rw + 3, pm_rw->rkey);
+		if (r)
+			expect_err(r, EINVAL, "ATOMIC FETCH_AND_ADD on an unaligned address");
+		else
+			WC2(x.ca, 70, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_ACCESS_ERR,
+			    "ATOMIC FETCH_AND_ADD on an unaligned address");
+		pair_destroy(&x);
+	}
+	/* SEND longer than the posted receive */
+	if (!pair_make(&x, 7)) {
+		r = postr(x.qb, 80, pb_recv, 16, pm_recv->lkey);
+		if (r)
+			tap_ok(false, "post_recv 16 bytes: %s", en(r));
+		r = post1(x.qa, 81, IBV_WR_SEND, lb, 256, lm->lkey, 0, 0);
+		expect_post_or_wc2(&x, r, 81, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR,
+				   "SEND of 256 bytes into a 16-byte receive");
+		WC2(x.cb, 80, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR, "  the receive side of it");
+		pair_destroy(&x);
+	}
+	/* SEND without a receive, rnr_retry 0 */
+	if (!pair_make(&x, 0)) {
+		r = post1(x.qa, 90, IBV_WR_SEND, lb, 64, lm->lkey, 0, 0);
+		expect_post_or_wc(&x, r, 90, IBV_WC_RNR_RETRY_EXC_ERR, "SEND with no receive posted, rnr_retry 0");
+		pair_destroy(&x);
+	}
+}
+
+static struct ibv_mr *preg(struct dev *dv, void **b, int acc)
+{
+	struct ibv_mr *mr;
+
+	if (posix_memalign(b, 4096, BUF))
+		return NULL;
+	memset(*b, 0, BUF);
+	mr = ibv_reg_mr(dv->pd, *b, BUF, acc);
+	if (!mr)
+		diag("reg MR on %s (access 0x%x): %s", dv->name, acc, strerror(errno));
+	return mr;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = NULL, *peer = NULL;
+	int gid = 1, c;
+
+	while ((c = getopt(argc, argv, "d:D:g:u:h")) != -1) {
+		switch (c) {
+		case 'd': dev = optarg; break;
+		case 'D': peer = optarg; break;
+		case 'g': gid = atoi(optarg); break;
+		case 'u': ack_timeout = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: %s -d DEV [-D PEER_DEV] [-g GID_INDEX] [-u ACK_TIMEOUT]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (!dev) {
+		fprintf(stderr, "%s: -d DEV required\n", argv[0]);
+		return 2;
+	}
+	if (!peer)
+		peer = dev;
+	printf("TAP version 13\n");
+	if (dev_open(&d, dev, gid) || dev_open(&p, peer, gid) ||
+	    ibv_query_device(d.ctx, &da)) {
+		tap_ok(false, "open %s and %s", dev, peer);
+		goto out;
+	}
+	diag("device under test %s (%s), peer %s", dev,
+	     d.is_bond ? "rdma_bond" : "not a bond", peer);
+	lm = preg(&d, &lb, IBV_ACCESS_LOCAL_WRITE);
+	pm_rw = preg(&p, &pb_rw, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	pm_ro = preg(&p, &pb_ro, IBV_ACCESS_REMOTE_READ);
+	pm_wo = preg(&p, &pb_wo, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	pm_recv = preg(&p, &pb_recv, IBV_ACCESS_LOCAL_WRITE);
+	if (!lm || !pm_rw || !pm_ro || !pm_wo || !pm_recv) {
+		tap_ok(false, "register test buffers");
+		goto out;
+	}
+
+	t_create_limits();
+	t_unsupported();
+	t_mr();
+	t_busy();
+	t_states();
+	t_post_checks();
+	t_completion_errors();
+out:
+	if (lm) ibv_dereg_mr(lm);
+	if (pm_rw) ibv_dereg_mr(pm_rw);
+	if (pm_ro) ibv_dereg_mr(pm_ro);
+	if (pm_wo) ibv_dereg_mr(pm_wo);
+	if (pm_recv) ibv_dereg_mr(pm_recv);
+	if (p.ctx)
+		dev_close(&p);
+	if (d.ctx)
+		dev_close(&d);
+	printf("1..%d\n# %d failed, %d skipped\n", tap_n, tap_failed, tap_skipped);
+	return tap_failed || tap_n == 0 ? 1 : 0;
+}
