@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * rdma_bond: one virtual RoCE device over several RDMA devices ("rails").
+ *
+ * Locking (see Documentation/rdma_bond.rst for the full rules):
+ *   rbond_mutex        global: list of bonds and of known member devices
+ *   rbond_dev.lock     per bond mutex: rails and the control path of every
+ *                      object (create/modify/destroy), member removal
+ *   rbond_cq.lock      per CQ spinlock (irqsave): software ring, arming,
+ *                      completion processing of member CQs
+ *   rbond_qp.sq_post_lock / rq_post_lock
+ *                      per QP spinlock (irqsave): serialises posting and
+ *                      protects the member QP pointer on the data path
+ *   rbond_qp.sq_lock / rq_lock
+ *                      per QP spinlock: shadow queues (taken inside
+ *                      rbond_cq.lock and inside the post locks)
+ * Order: rbond_mutex -> rbond_dev.lock -> (post lock | cq lock) -> sq/rq lock
+ */
+#ifndef RBOND_H
+#define RBOND_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <linux/workqueue.h>
+#include <linux/netdevice.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_bond-abi.h>
+
+#include "rbond_compat.h"
+
+#define RBOND_PORT		1
+#define RBOND_MAX_SGE		16
+#define RBOND_MAX_CQE		(64 * 1024 - 1)
+#define RBOND_MAX_QP_WR		(16 * 1024)
+#define RBOND_QP_ID_MAX		0x7fffffff
+
+/* Member wr_id: qp id (31 bits) | recv flag (bit 32) | sequence (32 bits). */
+#define RBOND_WRID_RECV		BIT_ULL(32)
+#define RBOND_WRID_ID_SHIFT	33
+
+enum rbond_rail_stat {
+	RBOND_STAT_TX_WQES,
+	RBOND_STAT_TX_BYTES,
+	RBOND_STAT_RX_WQES,
+	RBOND_STAT_RX_BYTES,
+	RBOND_STAT_COMPLETIONS,
+	RBOND_STAT_ERRORS,
+	RBOND_NR_RAIL_STATS
+};
+
+enum rbond_policy {
+	RBOND_POLICY_ADAPTIVE,
+	RBOND_POLICY_ROUND_ROBIN,
+	RBOND_POLICY_WEIGHTED,
+	RBOND_POLICY_ACTIVE_BACKUP,
+	RBOND_POLICY_QP_HASH,
+	RBOND_NR_POLICIES
+};
+
+enum rbond_ordering {
+	RBOND_ORDER_STRICT,
+	RBOND_ORDER_RELAXED_MR,
+	RBOND_ORDER_RELAXED,
+	RBOND_NR_ORDERINGS
+};
+
+struct rbond_dev;
+
+struct rbond_rail {
+	struct rbond_dev *bond;
+	struct ib_device *ibdev;	/* member device; NULL: slot empty */
+	struct net_device *ndev;	/* held with dev_hold() */
+	u32 port;			/* member port */
+	unsigned int index;
+	bool active;			/* member port ACTIVE (event driven) */
+	struct ib_event_handler event_handler;
+	atomic64_t stats[RBOND_NR_RAIL_STATS];
+};
+
+struct rbond_dev {
+	struct ib_device ibdev;
+	struct list_head list;		/* rbond_list, under rbond_mutex */
+	struct mutex lock;		/* rails, objects' control path */
+	struct rbond_rail rails[RBOND_MAX_RAILS];
+	unsigned int num_rails;
+	unsigned int primary;		/* valid when num_rails > 0 */
+	struct ib_device_attr attr;	/* min over rails, kept current */
+	u32 gid_tbl_len;
+	spinlock_t state_lock;		/* port_active */
+	bool port_active;
+
+	struct list_head pds;
+	struct list_head mrs;
+	struct list_head cqs;
+	struct list_head qps;
+	struct xarray qp_xa;		/* qp id -> rbond_qp (RCU/cq lock) */
+	u32 next_qp_id;
+
+	/* tunables (sysfs "bond" group) */
+	enum rbond_policy policy;
+	enum rbond_ordering ordering;
+	u32 stripe_threshold;
+
+	struct work_struct unreg_work;
+	bool unreg_queued;
+};
+
+struct rbond_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct rbond_pd {
+	struct ib_pd ibpd;
+	struct list_head list;		/* rbond_dev.pds */
+	struct ib_pd *member[RBOND_MAX_RAILS];
+	struct xarray mr_xa;		/* bond lkey -> rbond_mr */
+};
+
+struct rbond_mr {
+	struct ib_mr ibmr;
+	struct list_head list;		/* rbond_dev.mrs */
+	struct rbond_pd *pd;
+	bool dma;
+	struct ib_mr *member[RBOND_MAX_RAILS];	/* NULL for a DMA MR */
+	u32 lkey[RBOND_MAX_RAILS];
+	unsigned long rails;		/* rails with a valid member key */
+	struct rcu_head rcu;
+};
+
+struct rbond_cq {
+	struct ib_cq ibcq;
+	struct list_head list;		/* rbond_dev.cqs */
+	spinlock_t lock;
+	struct ib_cq *member[RBOND_MAX_RAILS];
+	struct ib_wc *ring;
+	u32 size;			/* ring entries, power of two > cqe */
+	u32 head;			/* next to write */
+	u32 tail;			/* next to poll */
+	u8 notify;			/* IB_CQ_{NEXT_COMP,SOLICITED} or 0 */
+	bool overflow;
+};
+
+#define RBOND_SWQE_SIGNALED	BIT(0)
+#define RBOND_SWQE_DONE		BIT(1)
+
+/* Shadow send WQE: what the application posted, in posting order. */
+struct rbond_swqe {
+	u64 wr_id;
+	u32 byte_len;
+	u32 vendor_err;
+	u8 opcode;			/* enum ib_wc_opcode */
+	u8 status;			/* enum ib_wc_status */
+	u8 rail;
+	u8 flags;
+};
+
+struct rbond_qp {
+	struct ib_qp ibqp;
+	struct list_head list;		/* rbond_dev.qps */
+	u32 id;				/* qp_xa index */
+	struct rbond_pd *pd;
+	struct rbond_cq *scq;
+	struct rbond_cq *rcq;
+	unsigned int home;		/* home rail */
+	bool user;
+	bool sig_all;
+	bool dead;			/* home rail lost */
+	enum ib_qp_state state;
+	struct ib_qp_cap cap;
+	struct ib_qp *member[RBOND_MAX_RAILS];
+
+	spinlock_t sq_post_lock;	/* posting order, member[] */
+	spinlock_t sq_lock;		/* sq ring and indices */
+	struct rbond_swqe *sq;
+	u32 sq_size;			/* power of two */
+	u32 sq_head;
+	u32 sq_tail;
+
+	spinlock_t rq_post_lock;	/* posting order */
+	spinlock_t rq_lock;		/* rq ring and indices */
+	u64 *rq;			/* application wr_id per slot */
+	u32 rq_size;
+	u32 rq_head;
+	u32 rq_tail;
+};
+
+struct rbond_ah {
+	struct ib_ah ibah;
+	struct rdma_ah_attr attr;
+};
+
+static inline struct rbond_dev *to_rbond_dev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct rbond_dev, ibdev);
+}
+
+static inline struct rbond_pd *to_rbond_pd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct rbond_pd, ibpd);
+}
+
+static inline struct rbond_mr *to_rbond_mr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct rbond_mr, ibmr);
+}
+
+static inline struct rbond_cq *to_rbond_cq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct rbond_cq, ibcq);
+}
+
+static inline struct rbond_qp *to_rbond_qp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct rbond_qp, ibqp);
+}
+
+static inline struct rbond_ah *to_rbond_ah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct rbond_ah, ibah);
+}
+
+static inline bool rbond_rail_present(const struct rbond_dev *bond,
+				      unsigned int i)
+{
+	return i < RBOND_MAX_RAILS && bond->rails[i].ibdev;
+}
+
+static inline void rbond_stat_add(struct rbond_dev *bond, unsigned int rail,
+				  enum rbond_rail_stat stat, u64 val)
+{
+	if (rail < RBOND_MAX_RAILS)
+		atomic64_add(val, &bond->rails[rail].stats[stat]);
+}
+
+/* Next present rail at or after @i, or RBOND_MAX_RAILS. */
+static inline unsigned int rbond_next_rail(const struct rbond_dev *bond,
+					   unsigned int i)
+{
+	while (i < RBOND_MAX_RAILS && !bond->rails[i].ibdev)
+		i++;
+	return i;
+}
+
+/* rbond_main.c */
+extern struct workqueue_struct *rbond_wq;
+extern const char * const rbond_policy_names[RBOND_NR_POLICIES];
+extern const char * const rbond_ordering_names[RBOND_NR_ORDERINGS];
+bool rbond_is_bond(const struct ib_device *ibdev);
+void rbond_dealloc_driver(struct ib_device *ibdev);
+
+/* rbond_dev.c */
+struct rbond_dev *rbond_dev_alloc(void);
+int rbond_dev_register(struct rbond_dev *bond, const char *name);
+void rbond_dev_update_attr(struct rbond_dev *bond);
+void rbond_dev_update_port_state(struct rbond_dev *bond);
+int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,
+			    const struct rdma_ah_attr *in,
+			    struct rdma_ah_attr *out,
+			    const struct ib_gid_attr **member_gid);
+
+/* rbond_mr.c */
+int rbond_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int rbond_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+struct ib_mr *rbond_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *rbond_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 virt_addr, int access,
+				struct ib_udata *udata);
+int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+void rbond_pd_remove_rail(struct rbond_pd *pd, unsigned int rail);
+void rbond_mr_remove_rail(struct rbond_mr *mr, unsigned int rail);
+struct rbond_mr *rbond_mr_lookup(struct rbond_pd *pd, u32 lkey);
+
+/* rbond_cq.c */
+int rbond_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int rbond_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int rbond_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void rbond_cq_drain_member(struct rbond_cq *cq, unsigned int rail);
+bool rbond_cq_push(struct rbond_cq *cq, const struct ib_wc *wc);
+void rbond_cq_clean_qp(struct rbond_cq *cq, struct rbond_qp *qp);
+void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail);
+void rbond_cq_notify(struct rbond_cq *cq, bool notify, bool overflow);
+
+/* rbond_qp.c */
+int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
+		    struct ib_udata *udata);
+int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		    int attr_mask, struct ib_udata *udata);
+int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		   int attr_mask, struct ib_qp_init_attr *init_attr);
+int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
+			 const struct ib_wc *mwc);
+void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
+
+/* rbond_sched.c */
+unsigned int rbond_sched_pick_rail(struct rbond_qp *qp,
+				   const struct ib_send_wr *wr);
+
+#endif /* RBOND_H */

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: completion queues.
+ *
+ * A bond CQ is a software ring of struct ib_wc fed by one kernel CQ per rail.
+ * The member CQs' completion handlers (softirq or hardirq context) poll
+ * their member, translate each completion through the owning bond QP's
+ * shadow queues (application wr_id, posting order, bond QP) and push it to
+ * the ring under cq->lock; they then call the bond CQ's comp_handler if it
+ * was armed.  poll_cq and req_notify_cq only touch the ring: nothing here
+ * sleeps.
+ */
+#include "rbond.h"
+
+#define RBOND_POLL_BATCH 8
+
+static inline u32 rbond_cq_count(const struct rbond_cq *cq)
+{
+	return cq->head - cq->tail;
+}
+
+/* Caller holds cq->lock.  False on overflow (completion dropped). */
+bool rbond_cq_push(struct rbond_cq *cq, const struct ib_wc *wc)
+{
+	if (rbond_cq_count(cq) >= cq->ibcq.cqe) {
+		cq->overflow = true;
+		return false;
+	}
+	cq->ring[cq->head & (cq->size - 1)] = *wc;
+	cq->head++;
+	return true;
+}
+
+/* Called without cq->lock. */
+void rbond_cq_notify(struct rbond_cq *cq, bool notify, bool overflow)
+{
+	if (overflow && cq->ibcq.event_handler) {
+		struct ib_event ev = {
+			.device = cq->ibcq.device,
+			.element.cq = &cq->ibcq,
+			.event = IB_EVENT_CQ_ERR,
+		};
+
+		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+	}
+	if (notify && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
+/* Poll one member CQ empty and re-arm it.  Caller holds cq->lock.
+ * Returns true when the bond CQ's consumer must be notified.
+ */
+static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
+					struct ib_cq *mcq)
+{
+	struct rbond_dev *bond = to_rbond_dev(cq->ibcq.device);
+	struct ib_wc wc[RBOND_POLL_BATCH];
+	bool added = false;
+	int n, i;
+
+	do {
+		while ((n = ib_poll_cq(mcq, RBOND_POLL_BATCH, wc)) > 0)
+			for (i = 0; i < n; i++)
+				added |= rbond_qp_process_wc(bond, cq, &wc[i]);
+	} while (ib_req_notify_cq(mcq, IB_CQ_NEXT_COMP |
+				  IB_CQ_REPORT_MISSED_EVENTS) > 0);
+
+	if (added && cq->notify) {
+		cq->notify = 0;
+		return true;
+	}
+	return false;
+}
+
+static void rbond_cq_member_comp(struct ib_cq *mcq, void *ctx)
+{
+	struct rbond_cq *cq = ctx;
+	unsigned long flags;
+	bool notify, overflow;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	notify = rbond_cq_poll_member_locked(cq, mcq);
+	overflow = cq->overflow;
+	cq->overflow = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	rbond_cq_notify(cq, notify, overflow);
+}
+
+static void rbond_cq_member_event(struct ib_event *event, void *ctx)
+{
+	struct rbond_cq *cq = ctx;
+
+	if (event->event == IB_EVENT_CQ_ERR)
+		rbond_cq_notify(cq, false, true);
+}
+
+/* Process whatever @rail's member CQ holds now (process context). */
+void rbond_cq_drain_member(struct rbond_cq *cq, unsigned int rail)
+{
+	unsigned long flags;
+	bool notify, overflow;
+
+	if (!cq->member[rail])
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	notify = rbond_cq_poll_member_locked(cq, cq->member[rail]);
+	overflow = cq->overflow;
+	cq->overflow = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	rbond_cq_notify(cq, notify, overflow);
+}
+
+/* Drop the ring entries of a QP being destroyed (they point at it). */
+void rbond_cq_clean_qp(struct rbond_cq *cq, struct rbond_qp *qp)
+{
+	unsigned long flags;
+	u32 from, to;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	for (from = to = cq->tail; from != cq->head; from++) {
+		struct ib_wc *wc = &cq->ring[from & (cq->size - 1)];
+
+		if (wc->qp == &qp->ibqp)
+			continue;
+		if (from != to)
+			cq->ring[to & (cq->size - 1)] = *wc;
+		to++;
+	}
+	cq->head = to;
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+static void rbond_cq_free_members(struct rbond_cq *cq)
+{
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		rbond_cq_remove_rail(cq, i);
+}
+
+int rbond_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    RBOND_CREATE_CQ_LAST_ARG)
+{
+	struct rbond_dev *bond = to_rbond_dev(ibcq->device);
+	struct rbond_cq *cq = to_rbond_cq(ibcq);
+	struct ib_cq_init_attr mattr = {};
+	unsigned int i;
+	int ret;
+
+	/* No driver-specific udata: ignored. */
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > bond->attr.max_cqe) {
+		ibdev_dbg(ibcq->device, "bad cqe %u\n", attr->cqe);
+		return -EINVAL;
+	}
+
+	spin_lock_init(&cq->lock);
+	cq->size = roundup_pow_of_two(attr->cqe + 1);
+	cq->ring = kvcalloc(cq->size, sizeof(*cq->ring), GFP_KERNEL);
+	if (!cq->ring)
+		return -ENOMEM;
+	ibcq->cqe = attr->cqe;
+
+	mattr.cqe = attr->cqe;
+	mutex_lock(&bond->lock);
+	if (!bond->num_rails) {
+		ret = -ENODEV;
+		goto err_unlock;
+	}
+	for (i = rbond_next_rail(bond, 0); i < RBOND_MAX_RAILS;
+	     i = rbond_next_rail(bond, i + 1)) {
+		struct ib_cq *mcq;
+
+		mcq = ib_create_cq(bond->rails[i].ibdev, rbond_cq_member_comp,
+				   rbond_cq_member_event, cq, &mattr);
+		if (IS_ERR(mcq)) {
+			ret = PTR_ERR(mcq);
+			goto err_free_members;
+		}
+		cq->member[i] = mcq;
+		ib_req_notify_cq(mcq, IB_CQ_NEXT_COMP);
+	}
+	list_add_tail(&cq->list, &bond->cqs);
+	mutex_unlock(&bond->lock);
+	return 0;
+
+err_free_members:
+	rbond_cq_free_members(cq);
+err_unlock:
+	mutex_unlock(&bond->lock);
+	kvfree(cq->ring);
+	return ret;
+}
+
+int rbond_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct rbond_dev *bond = to_rbond_dev(ibcq->device);
+	struct rbond_cq *cq = to_rbond_cq(ibcq);
+
+	mutex_lock(&bond->lock);
+	list_del(&cq->list);
+	rbond_cq_free_members(cq);
+	mutex_unlock(&bond->lock);
+	kvfree(cq->ring);
+	return 0;
+}
+
+/* Caller holds bond->lock; no QP uses @rail's member CQ any more. */
+void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail)
+{
+	struct ib_cq *mcq = cq->member[rail];
+	unsigned long flags;
+
+	if (!mcq)
+		return;
+	ib_destroy_cq(mcq);
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->member[rail] = NULL;
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+int rbond_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct rbond_cq *cq = to_rbond_cq(ibcq);
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries && cq->tail != cq->head) {
+		wc[n++] = cq->ring[cq->tail & (cq->size - 1)];
+		cq->tail++;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int rbond_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct rbond_cq *cq = to_rbond_cq(ibcq);
+	unsigned long irqflags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	/* Solicited-only arming is treated as "next completion". */
+	cq->notify = flags & IB_CQ_SOLICITED_MASK;
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->tail != cq->head)
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: protection domains and memory regions.
+ *
+ * A bond PD owns one kernel PD per rail.  A bond MR owns one member MR per
+ * rail (user memory: ib_reg_user_mr() in the caller's process on every
+ * rail; DMA MR: the member PD's local_dma_lkey).  The bond's lkey/rkey are
+ * the primary rail's member keys, so a peer that is not a bond uses them
+ * unchanged.  Each PD maps bond lkeys to MRs (mr_xa) for the data path,
+ * which reads it under RCU; MRs are freed after a grace period.
+ */
+#include "rbond.h"
+
+static void rbond_pd_free_members(struct rbond_pd *pd)
+{
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		rbond_pd_remove_rail(pd, i);
+}
+
+int rbond_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct rbond_dev *bond = to_rbond_dev(ibpd->device);
+	struct rbond_pd *pd = to_rbond_pd(ibpd);
+	unsigned int i;
+	int ret;
+
+	xa_init(&pd->mr_xa);
+	mutex_lock(&bond->lock);
+	if (!bond->num_rails) {
+		ret = -ENODEV;
+		goto err_unlock;
+	}
+	for (i = rbond_next_rail(bond, 0); i < RBOND_MAX_RAILS;
+	     i = rbond_next_rail(bond, i + 1)) {
+		struct ib_pd *mpd = ib_alloc_pd(bond->rails[i].ibdev, 0);
+
+		if (IS_ERR(mpd)) {
+			ret = PTR_ERR(mpd);
+			goto err_free_members;
+		}
+		pd->member[i] = mpd;
+	}
+	list_add_tail(&pd->list, &bond->pds);
+	mutex_unlock(&bond->lock);
+	return 0;
+
+err_free_members:
+	rbond_pd_free_members(pd);
+err_unlock:
+	mutex_unlock(&bond->lock);
+	return ret;
+}
+
+int rbond_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct rbond_dev *bond = to_rbond_dev(ibpd->device);
+	struct rbond_pd *pd = to_rbond_pd(ibpd);
+
+	mutex_lock(&bond->lock);
+	list_del(&pd->list);
+	rbond_pd_free_members(pd);
+	mutex_unlock(&bond->lock);
+	WARN_ON_ONCE(!xa_empty(&pd->mr_xa));
+	xa_destroy(&pd->mr_xa);
+	return 0;
+}
+
+/* Caller holds bond->lock; every MR and QP of @pd left @rail already. */
+void rbond_pd_remove_rail(struct rbond_pd *pd, unsigned int rail)
+{
+	if (!pd->member[rail])
+		return;
+	ib_dealloc_pd(pd->member[rail]);
+	pd->member[rail] = NULL;
+}
+
+/* The rail whose keys become the bond's keys. */
+static int rbond_key_rail(struct rbond_dev *bond, struct rbond_pd *pd)
+{
+	unsigned int i;
+
+	if (bond->num_rails && pd->member[bond->primary])
+		return bond->primary;
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (pd->member[i] && rbond_rail_present(bond, i))
+			return i;
+	return -ENODEV;
+}
+
+static int rbond_mr_publish(struct rbond_dev *bond, struct rbond_pd *pd,
+			    struct rbond_mr *mr)
+{
+	int ret;
+
+	ret = xa_insert(&pd->mr_xa, mr->ibmr.lkey, mr, GFP_KERNEL);
+	if (ret) {
+		/* Only after the primary changed: the old primary's keys. */
+		ibdev_dbg(&bond->ibdev, "lkey 0x%x already in use\n",
+			  mr->ibmr.lkey);
+		return ret == -EBUSY ? -EAGAIN : ret;
+	}
+	list_add_tail(&mr->list, &bond->mrs);
+	return 0;
+}
+
+struct ib_mr *rbond_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct rbond_dev *bond = to_rbond_dev(ibpd->device);
+	struct rbond_pd *pd = to_rbond_pd(ibpd);
+	struct rbond_mr *mr;
+	unsigned int i;
+	int key, ret;
+
+	/* Kernel only; remote access to all memory is not offered. */
+	if (access & ~IB_ACCESS_LOCAL_WRITE)
+		return ERR_PTR(-EOPNOTSUPP);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pd = pd;
+	mr->dma = true;
+
+	mutex_lock(&bond->lock);
+	key = rbond_key_rail(bond, pd);
+	if (key < 0) {
+		ret = key;
+		goto err_unlock;
+	}
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (!pd->member[i])
+			continue;
+		mr->lkey[i] = pd->member[i]->local_dma_lkey;
+		mr->rails |= BIT(i);
+	}
+	mr->ibmr.lkey = mr->lkey[key];
+	mr->ibmr.rkey = 0;
+	ret = rbond_mr_publish(bond, pd, mr);
+	if (ret)
+		goto err_unlock;
+	mutex_unlock(&bond->lock);
+	return &mr->ibmr;
+
+err_unlock:
+	mutex_unlock(&bond->lock);
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+static void rbond_mr_free_members(struct rbond_mr *mr)
+{
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		rbond_mr_remove_rail(mr, i);
+}
+
+struct ib_mr *rbond_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 virt_addr, int access,
+				struct ib_udata *udata)
+{
+	struct rbond_dev *bond = to_rbond_dev(ibpd->device);
+	struct rbond_pd *pd = to_rbond_pd(ibpd);
+	struct rbond_mr *mr;
+	unsigned int i;
+	int key, ret;
+
+	/* No driver-specific udata: inlen/outlen are ignored. */
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pd = pd;
+
+	mutex_lock(&bond->lock);
+	key = rbond_key_rail(bond, pd);
+	if (key < 0) {
+		ret = key;
+		goto err_unlock;
+	}
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct ib_mr *mmr;
+
+		if (!pd->member[i])
+			continue;
+		/* Pins the pages once per rail, in the caller's process. */
+		mmr = ib_reg_user_mr(pd->member[i], start, length, virt_addr,
+				     access);
+		if (IS_ERR(mmr)) {
+			ret = PTR_ERR(mmr);
+			ibdev_dbg(&bond->ibdev,
+				  "reg_user_mr on rail %u failed: %d\n", i, ret);
+			goto err_free_members;
+		}
+		mr->member[i] = mmr;
+		mr->lkey[i] = mmr->lkey;
+		mr->rails |= BIT(i);
+	}
+	mr->ibmr.lkey = mr->member[key]->lkey;
+	mr->ibmr.rkey = mr->member[key]->rkey;
+	mr->ibmr.iova = virt_addr;
+	mr->ibmr.length = length;
+	ret = rbond_mr_publish(bond, pd, mr);
+	if (ret)
+		goto err_free_members;
+	mutex_unlock(&bond->lock);
+	return &mr->ibmr;
+
+err_free_members:
+	rbond_mr_free_members(mr);
+err_unlock:
+	mutex_unlock(&bond->lock);
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct rbond_dev *bond = to_rbond_dev(ibmr->device);
+	struct rbond_mr *mr = to_rbond_mr(ibmr);
+
+	mutex_lock(&bond->lock);
+	xa_erase(&mr->pd->mr_xa, mr->ibmr.lkey);
+	list_del(&mr->list);
+	rbond_mr_free_members(mr);
+	mutex_unlock(&bond->lock);
+	kfree_rcu(mr, rcu);
+	return 0;
+}
+
+/* Caller holds bond->lock; no QP uses @rail any more. */
+void rbond_mr_remove_rail(struct rbond_mr *mr, unsigned int rail)
+{
+	WRITE_ONCE(mr->rails, mr->rails & ~BIT(rail));
+	if (!mr->member[rail])
+		return;
+	if (ib_dereg_mr(mr->member[rail]))
+		WARN_ON_ONCE(1);
+	mr->member[rail] = NULL;
+}
+
+/* Data path, under rcu_read_lock(): the MR of a bond lkey in @pd. */
+struct rbond_mr *rbond_mr_lookup(struct rbond_pd *pd, u32 lkey)
+{
+	return xa_load(&pd->mr_xa, lkey);
+}
