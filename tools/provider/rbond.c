@@ -65,7 +65,7 @@ static int rbond_read_sysfs_abi(struct verbs_sysfs_dev *sysfs_dev,
 
 /*
  * Called by libibverbs for every RDMA device not yet bound to a provider
- * (the table match is skipped: match_table is NULL).  A device is a bond
+ * (the table holds only its sentinel, so it never matches by itself).  A device is a bond
  * iff <ibdev>/bond/abi_version exists; this holds whatever the device is
  * called (rdma dev set NAME name X) and never for rxe, siw or hardware.
  * A bond of another ABI generation is not ours: leave it unbound.
@@ -538,11 +538,20 @@ static const struct verbs_context_ops rbond_ctx_ops = {
 	.destroy_ah = rbond_destroy_ah,
 };
 
+/*
+ * Nothing in the table: no driver id (the kernel device has
+ * RDMA_DRIVER_UNKNOWN), no name (a bond may be called anything), no modalias
+ * (a virtual device has none).  libibverbs then calls rbond_match_device().
+ */
+static const struct verbs_match_ent rbond_match_table[] = {
+	{ .kind = 0 },	/* sentinel */
+};
+
 static const struct verbs_device_ops rbond_dev_ops = {
 	.name = "rbond",
 	.match_min_abi_version = RBOND_UVERBS_ABI_VERSION,
 	.match_max_abi_version = RBOND_UVERBS_ABI_VERSION,
-	.match_table = NULL,	/* rbond_match_device() decides alone */
+	.match_table = rbond_match_table,	/* sentinel only */
 	.match_device = rbond_match_device,
 	.alloc_device = rbond_alloc_device,
 	.uninit_device = rbond_uninit_device,

@@ -58,10 +58,21 @@ struct rbond_list_node {
  */
 struct verbs_sysfs_dev;
 
-/* Match table entry.  The provider passes no table (match_table == NULL);
- * the type is only needed for the verbs_device_ops field.
+/* Match table entry.  The provider's table holds only the sentinel
+ * (kind == 0): libibverbs walks every provider's table unconditionally for
+ * devices that have a driver id (try_drivers -> match_driver_id), so the
+ * table must exist, but nothing in it may match.
  */
-struct verbs_match_ent;
+struct verbs_match_ent {
+	void *driver_data;
+	union {
+		const char *modalias;
+		uint64_t driver_id;
+	} u;
+	uint16_t vendor;
+	uint16_t device;
+	uint8_t kind;	/* 0 = VERBS_MATCH_SENTINEL */
+};
 
 struct verbs_device;
 
@@ -333,6 +344,8 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 _Static_assert(sizeof(void *) == 8, "LP64 expected");
 _Static_assert(sizeof(struct verbs_context_ops) == 76 * sizeof(void *),
 	       "verbs_context_ops must have the 76 members of rdma-core 42..46");
+_Static_assert(offsetof(struct verbs_match_ent, kind) == 20 &&
+	       sizeof(struct verbs_match_ent) == 24, "verbs_match_ent layout");
 _Static_assert(sizeof(struct verbs_device_ops) == 72,
 	       "verbs_device_ops layout");
 _Static_assert(offsetof(struct verbs_device, device) == 0,
