@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# selftests/progs/lib_provider.sh - helpers of the provider selftests
+# (selftests/test_provider_*.sh); sourced after selftests/lib.sh.
+#
+# Names used by those tests (loop topology):
+#   rbond0 = bond over a0..aN (host A), rbond1 = bond over b0..bN (host B),
+#   rail 0 addresses 10.0.1.1 (A) / 10.0.1.2 (B); the bond's GID index 1 is
+#   its primary rail's IPv4 GID.
+
+PROGS=$RBOND_TOP/selftests/progs
+PROV_PORT=${PROV_PORT:-19000}
+
+prov_require() {	# prov_require [needs_module]
+	require_guest
+	[ -x "$PROGS/rbond_verify" ] && [ -x "$PROGS/rbond_badinput" ] ||
+		skip "test programs not built (make progs)"
+	if [ "${1:-module}" = module ]; then
+		require_module
+		require_provider
+	fi
+	provider_env
+}
+
+# prov_bond NAME SIDE: build bond NAME over all rails of SIDE, wait for its GID
+prov_bond() {
+	rbond_create "$1" "$2" || { log "rdma link add $1 over side $2 failed"; return 1; }
+	_wait_gid "$1" || { log "$1 has no IPv4 GID at index 1"; return 1; }
+}
+
+prov_up() {	# prov_up [both|a]: topology, module, bonds
+	topo_up || fail "topology"
+	rbond_install || fail "cannot install the module into the guest"
+	prov_bond rbond0 a || fail "bond rbond0"
+	if [ "${1:-both}" = both ]; then
+		prov_bond rbond1 b || fail "bond rbond1"
+	fi
+}
+
+# ip of the host that owns DEV on rail 0 (rbond0/rxe_a* -> A, else B)
+prov_ip() {
+	case "$1" in
+	rbond0|rxe_a*|*_a) rail_ip 0 a ;;
+	*) rail_ip 0 b ;;
+	esac
+}
+
+# prov_cs SRV_DEV CLI_DEV OUT CMD ARGS...: run CMD as server on SRV_DEV and
+# as client on CLI_DEV (connecting to SRV_DEV's host address), both under
+# timeout; client output in OUT, server output in OUT.srv.  Returns non-zero
+# if either side failed.
+prov_cs() {
+	local sdev=$1 cdev=$2 out=$3 cmd=$4 spid rc src; shift 4
+	PROV_PORT=$((PROV_PORT + 1))
+	timeout -k 5 "${PROV_TIMEOUT:-240}" "$cmd" -d "$sdev" -p "$PROV_PORT" "$@" \
+		>"$out.srv" 2>&1 &
+	spid=$!
+	sleep "${PROV_SRV_DELAY:-1}"
+	timeout -k 5 "${PROV_TIMEOUT:-240}" "$cmd" -d "$cdev" -p "$PROV_PORT" "$@" \
+		"$(prov_ip "$sdev")" >"$out" 2>&1
+	rc=$?
+	wait $spid; src=$?
+	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+		log "$cmd $*: client($cdev) rc=$rc server($sdev) rc=$src"
+		tail -n 15 "$out" | sed 's/^/#   client: /'
+		tail -n 15 "$out.srv" | sed 's/^/#   server: /'
+		return 1
+	fi
+	return 0
+}

@@ -1,0 +1,27 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: loop
+#
+# Bad input from userspace through the provider: rbond_badinput on rbond0
+# (peer rbond1, then peer plain rxe_b0): limits, verbs the bond does not
+# implement (EOPNOTSUPP), MR access rules, busy PD/CQ (EBUSY), QP state
+# machine, post-time checks, completion errors.  Every call must fail with
+# the expected error; the kernel log must stay clean (run.sh checks).
+#
+#   host A  rbond0 = [rxe_a0, rxe_a1]   <== rails 0,1 ==>   host B  rbond1 = [rxe_b0, rxe_b1]
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progs/lib_provider.sh"
+prov_require
+prov_up both
+
+bi() {	# bi DEV PEER
+	local rc
+	timeout -k 5 400 "$PROGS/rbond_badinput" -d "$1" -D "$2" -u "$RBOND_QP_TIMEOUT" >/tmp/bi 2>&1
+	rc=$?
+	grep -q '^ok.*EOPNOTSUPP.*SKIP' /tmp/bi && { log "$1 not seen as a bond"; rc=1; }
+	grep -E '^not ok' /tmp/bi | sed 's/^/#   /'
+	log_test $rc "rbond_badinput -d $1 -D $2 ($(tail -n 1 /tmp/bi | sed 's/^# //'))"
+}
+bi rbond0 rbond1
+bi rbond0 rxe_b0
+exit $ret
