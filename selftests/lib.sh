@@ -1,0 +1,315 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# selftests/lib.sh - helpers for rdma_bond selftests (run inside the guest).
+#
+# Topologies (names are the same in both, so a test can run in either):
+#
+#  loop: one guest, two emulated hosts A and B in the root namespace (rxe in
+#  6.1 works only there); policy routing makes traffic between A's and B's
+#  addresses cross the veth wire instead of lo.
+#
+#      host A                                   host B
+#   rxe_a0 on a0 10.0.1.1/24 <==== veth ====> b0 10.0.1.2/24 rxe_b0  (rail 0)
+#   rxe_a1 on a1 10.0.2.1/24 <==== veth ====> b1 10.0.2.2/24 rxe_b1  (rail 1)
+#
+#  pair: two guests, each a real host with its own kernel; one qemu socket
+#  link per rail over the host's loopback.  Guest "a" has a0/a1 and rxe_a0/
+#  rxe_a1, guest "b" has b0/b1 and rxe_b0/rxe_b1, same addresses as above.
+#
+# Exit codes: 0 pass, 1 fail, 4 skip (kselftest).
+
+KSFT_PASS=0
+KSFT_FAIL=1
+KSFT_SKIP=4
+
+RBOND_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RBOND_KO=$RBOND_TOP/drivers/rdma_bond/rdma_bond.ko
+RBOND_PROVIDER=$RBOND_TOP/tools/provider/librbond
+RBOND_MTU=${RBOND_MTU:-9000}
+RBOND_NRAILS=${RBOND_NRAILS:-2}
+# Lossless-fabric emulation: long queues + an ACK timeout (IB encoding:
+# 4.096 us * 2^n, 18 = ~1.07 s) above the worst queueing delay.
+RBOND_QP_TIMEOUT=${RBOND_QP_TIMEOUT:-18}
+
+# The side this script plays: a or b in the pair topology, a in loop (where
+# the script drives both hosts).
+rbond_me() { if [ "${RBOND_TOPO:-loop}" = pair ]; then echo "${RBOND_HOST:-a}"; else echo a; fi; }
+
+# Addresses: rail r (0-based), side a|b.
+rail_ip() { echo "10.0.$(($1 + 1)).$([ "$2" = a ] && echo 1 || echo 2)"; }
+
+ret=$KSFT_PASS
+log() { echo "# $*"; }
+log_test() {	# log_test RC DESCRIPTION: record one check's result
+	local rc=$1; shift
+	if [ "$rc" -eq 0 ]; then
+		printf '    TEST: %-60s [ OK ]\n' "$*"
+	elif [ "$rc" -eq $KSFT_SKIP ]; then
+		printf '    TEST: %-60s [SKIP]\n' "$*"
+	else
+		printf '    TEST: %-60s [FAIL]\n' "$*"
+		ret=$KSFT_FAIL
+	fi
+}
+skip() { echo "# SKIP: $*"; exit $KSFT_SKIP; }
+fail() { echo "# FAIL: $*"; exit $KSFT_FAIL; }
+require_cmd() {
+	local c
+	for c in "$@"; do command -v "$c" >/dev/null || skip "$c not installed"; done
+}
+require_guest() { [ -n "${RBOND_GUEST:-}" ] || skip "runs only inside the test VM (tools/vm/run)"; }
+require_module() { [ -f "$RBOND_KO" ] || skip "module not built (make modules)"; }
+require_provider() { [ -f "$RBOND_PROVIDER-rdmav34.so" ] || skip "provider not built (make provider)"; }
+
+# Expect a command to fail with a given errno text / succeed.
+check_ok() { "$@" >/tmp/.out 2>&1; local rc=$?; [ $rc -eq 0 ] || sed 's/^/#   /' /tmp/.out; return $rc; }
+check_fail() {	# check_fail PATTERN CMD...: CMD must fail and print PATTERN
+	local pat=$1; shift
+	if "$@" >/tmp/.out 2>&1; then
+		echo "#   unexpectedly succeeded: $*"; return 1
+	fi
+	grep -qiE -- "$pat" /tmp/.out && return 0
+	echo "#   failed without '$pat':"; sed 's/^/#   /' /tmp/.out; return 1
+}
+
+# ---- sysctl / routing ---------------------------------------------------
+
+_sysctl() { sysctl -qw "$1=$2" >/dev/null 2>&1; }
+
+# Route traffic between two local addresses over the wire (loop topology).
+_route_over() {	# _route_over DEV ME PEER TABLE
+	ip route replace "$3" dev "$1" src "$2" table "$4"
+	ip rule add pref 20 iif lo from "$2" to "$3" lookup "$4"
+}
+
+_link_setup() {	# _link_setup DEV ADDR
+	_sysctl "net.ipv4.conf.$1.rp_filter" 0
+	_sysctl "net.ipv4.conf.$1.accept_local" 1
+	_sysctl "net.ipv6.conf.$1.keep_addr_on_down" 1
+	ip link set "$1" mtu "$RBOND_MTU"
+	ip addr add "$2/24" dev "$1"
+	ip link set "$1" up
+}
+
+_rxe_add() {	# _rxe_add NETDEV: create rxe_NETDEV
+	rdma link add "rxe_$1" type rxe netdev "$1"
+}
+
+_wait_gid() {	# wait until the IPv4 GID (index 1) of an RDMA device appears
+	local i
+	for i in $(seq 50); do
+		[ -e "/sys/class/infiniband/$1/ports/1/gids/1" ] &&
+			grep -q ':ffff:' "/sys/class/infiniband/$1/ports/1/gids/1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+topo_common() {
+	modprobe -q veth; modprobe -q rdma_rxe; modprobe -q sch_tbf; modprobe -q sch_netem
+	modprobe -q ib_uverbs; modprobe -q rdma_ucm
+	_sysctl net.ipv4.conf.all.rp_filter 0
+	_sysctl net.ipv4.conf.default.rp_filter 0
+	_sysctl net.ipv4.conf.all.accept_local 1
+	_sysctl net.ipv4.conf.default.accept_local 1
+}
+
+topo_loop_up() {
+	local r da db
+	topo_common
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		da=a$r db=b$r
+		ip link add "$da" type veth peer name "$db" || return 1
+		_link_setup "$da" "$(rail_ip $r a)"
+		_link_setup "$db" "$(rail_ip $r b)"
+	done
+	# Local delivery only for packets that came in over a rail; locally
+	# generated traffic to the other "host" goes out over the wire.
+	ip rule del pref 0 lookup local 2>/dev/null
+	ip rule add pref 100 lookup local
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		da=a$r db=b$r
+		ip rule add pref 10 iif "$da" lookup local
+		ip rule add pref 10 iif "$db" lookup local
+		_route_over "$da" "$(rail_ip $r a)" "$(rail_ip $r b)" $((100 + 2 * r))
+		_route_over "$db" "$(rail_ip $r b)" "$(rail_ip $r a)" $((101 + 2 * r))
+		ip neigh replace "$(rail_ip $r b)" dev "$da" nud permanent \
+			lladdr "$(cat /sys/class/net/$db/address)"
+		ip neigh replace "$(rail_ip $r a)" dev "$db" nud permanent \
+			lladdr "$(cat /sys/class/net/$da/address)"
+		_rxe_add "$da" && _rxe_add "$db" || return 1
+	done
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		_wait_gid "rxe_a$r" && _wait_gid "rxe_b$r" || { log "no IPv4 GID on rail $r"; return 1; }
+	done
+	RBOND_TOPO=loop
+}
+
+# pair topology: this guest is host $RBOND_HOST (a or b); its NICs eth0..
+# become a0.. (or b0..).
+topo_pair_up() {
+	local me=${RBOND_HOST:-a} r i dev
+	topo_common
+	modprobe -q virtio_net
+	for i in $(seq 50); do [ -e /sys/class/net/eth$((RBOND_NRAILS - 1)) ] && break; sleep 0.1; done
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		dev=$me$r
+		ip link set "eth$r" name "$dev" || return 1
+		_link_setup "$dev" "$(rail_ip $r "$me")"
+		_rxe_add "$dev" || return 1
+	done
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		_wait_gid "rxe_$me$r" || { log "no IPv4 GID on rail $r"; return 1; }
+	done
+	RBOND_TOPO=pair
+}
+
+# ---- pair synchronisation (shared writable directory) ------------------
+
+pair_peer() { [ "$(rbond_me)" = a ] && echo b || echo a; }
+pair_dir() { echo "${RBOND_PAIR_DIR:?not in a pair run}"; }
+pair_put() { echo "$2" > "$(pair_dir)/$1.tmp" && mv "$(pair_dir)/$1.tmp" "$(pair_dir)/$1"; }
+pair_get() {	# pair_get KEY [TIMEOUT_S]: wait for the peer to put KEY
+	local f i n=$(( ${2:-120} * 10 ))
+	f=$(pair_dir)/$1
+	for i in $(seq $n); do [ -f "$f" ] && { cat "$f"; return 0; }; sleep 0.1; done
+	return 1
+}
+pair_sync() {	# pair_sync NAME: barrier between the two guests
+	pair_put "$1.$(rbond_me)" 1
+	pair_get "$1.$(pair_peer)" "${2:-120}" >/dev/null
+}
+
+# ---- rails: shaping, link state, counters ------------------------------
+
+# rail_shape DEV RATE [DELAY [LOSS]]: shape DEV's egress (tbf with a long
+# queue: lossless-fabric emulation; netem when delay/loss are asked for).
+rail_shape() {
+	local dev=$1 rate=$2 delay=${3:-} loss=${4:-}
+	if [ -n "$delay" ] || [ -n "$loss" ]; then
+		tc qdisc replace dev "$dev" root netem rate "$rate" limit 100000 \
+			${delay:+delay $delay} ${loss:+loss $loss}
+	else
+		tc qdisc replace dev "$dev" root tbf rate "$rate" burst 64kb limit 4mb
+	fi
+}
+rail_unshape() { tc qdisc del dev "$1" root 2>/dev/null; true; }
+rail_down() { ip link set "$1" down; }
+rail_up() { ip link set "$1" up; }
+rail_tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
+rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
+
+# ---- module ---------------------------------------------------------------
+
+# Install the freshly built module into the guest's (overlay) module tree so
+# that `rdma link add ... type bond` autoloads it.
+rbond_install() {
+	local d=/lib/modules/$(uname -r)/extra
+	[ -f "$RBOND_KO" ] || return 1
+	mkdir -p "$d" && cp "$RBOND_KO" "$d/" && depmod -a
+}
+rbond_unload() { modprobe -r rdma_bond 2>/dev/null || rmmod rdma_bond 2>/dev/null; true; }
+rbond_bonds() { rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1 | sort -u; }
+
+# Build bond NAME over the rails of side a|b: rbond_create NAME SIDE
+rbond_create() {
+	local name=$1 side=$2 r
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		rdma link add "$name" type bond netdev "$side$r" || return 1
+	done
+}
+
+# Userspace provider without touching /etc/libibverbs.d.
+provider_env() { export RDMAV_DRIVERS=$RBOND_PROVIDER; }
+
+# ---- kernel log -------------------------------------------------------------
+
+DMESG_BAD_RE='Kernel panic|Oops|BUG:|WARNING:|general protection fault|Call Trace:|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|unreferenced object|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|scheduling while atomic|list_add corruption|list_del corruption|refcount_t:|blocked for more than'
+dmesg_mark() { dmesg | wc -l; }
+dmesg_check() {	# dmesg_check MARK: fail if the log since MARK has a report
+	local new
+	new=$(dmesg | tail -n +"$(( $1 + 1 ))")
+	if grep -qE "$DMESG_BAD_RE" <<< "$new"; then
+		echo "# kernel log report:"; sed 's/^/#   /' <<< "$new" | tail -n 60
+		return 1
+	fi
+	return 0
+}
+# Ask kmemleak (debug kernel) for a scan; reports show up in dmesg_check.
+kmemleak_scan() {
+	[ -w /sys/kernel/debug/kmemleak ] || return 0
+	echo scan > /sys/kernel/debug/kmemleak; sleep 1
+	echo scan > /sys/kernel/debug/kmemleak
+	if grep -q unreferenced /sys/kernel/debug/kmemleak; then
+		cat /sys/kernel/debug/kmemleak | head -n 60 | sed 's/^/# /'
+		echo clear > /sys/kernel/debug/kmemleak
+		return 1
+	fi
+}
+
+# ---- teardown -------------------------------------------------------------
+
+# Undo whatever topo_*_up and the tests built; safe to call more than once.
+topo_down() {
+	local d r me
+	me=$(rbond_me)
+	for d in /sys/class/infiniband/*/bond; do
+		[ -d "$d" ] && rdma link delete "$(basename "$(dirname "$d")")" 2>/dev/null
+	done
+	rbond_unload
+	for d in /sys/class/infiniband/rxe_*; do
+		[ -e "$d" ] && rdma link delete "$(basename "$d")" 2>/dev/null
+	done
+	if [ "${RBOND_TOPO:-}" = pair ]; then
+		for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+			tc qdisc del dev "$me$r" root 2>/dev/null
+			ip addr flush dev "$me$r" 2>/dev/null
+			ip link set "$me$r" down 2>/dev/null
+			ip link set "$me$r" name "eth$r" 2>/dev/null
+		done
+	else
+		for r in $(seq 0 3); do ip link del "a$r" 2>/dev/null; done
+	fi
+	while ip rule del pref 10 2>/dev/null; do :; done
+	while ip rule del pref 20 2>/dev/null; do :; done
+	ip rule show | grep -q '^0:' || ip rule add pref 0 lookup local
+	ip rule del pref 100 lookup local 2>/dev/null
+	for r in $(seq 100 109); do ip route flush table $r 2>/dev/null; done
+	true
+}
+
+# Standard test prologue: topology per $RBOND_TOPO (loop unless the runner
+# says pair), teardown on exit.
+topo_up() {
+	trap 'topo_down' EXIT
+	if [ "${RBOND_TOPO:-loop}" = pair ]; then topo_pair_up; else topo_loop_up; fi
+}
+
+# Run a perftest (or any) server/client pair on rail R between sides a and b,
+# whichever topology.  Prints the client's output.  perf_pair R PORT CMD ARGS...
+perf_pair() {
+	local r=$1 port=$2 cmd=$3 spid rc; shift 3
+	local sdev=rxe_b$r cdev=rxe_a$r sip
+	sip=$(rail_ip "$r" b)
+	if [ "${RBOND_TOPO:-loop}" = pair ]; then
+		if [ "$RBOND_HOST" = b ]; then
+			timeout -k 5 300 "$cmd" -d "$sdev" -p "$port" "$@" >/tmp/.srv 2>&1 &
+			spid=$!
+			sleep 1; pair_put "srv.$port" up
+			wait $spid; rc=$?
+			pair_get "cli.$port" 300 >/dev/null
+			return $rc
+		fi
+		pair_get "srv.$port" 60 >/dev/null || return 1
+		timeout -k 5 300 "$cmd" -d "$cdev" -p "$port" "$@" "$sip"; rc=$?
+		pair_put "cli.$port" "$rc"
+		return $rc
+	fi
+	timeout -k 5 300 "$cmd" -d "$sdev" -p "$port" "$@" >/tmp/.srv.$port 2>&1 &
+	spid=$!
+	sleep 1
+	timeout -k 5 300 "$cmd" -d "$cdev" -p "$port" "$@" "$sip"; rc=$?
+	wait $spid || { sed 's/^/# server: /' /tmp/.srv.$port | tail -5; [ $rc -eq 0 ] && rc=1; }
+	return $rc
+}

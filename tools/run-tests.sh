@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tools/run-tests.sh - the README's test command (and what .ci/run runs):
+# install dependencies, build everything, run the selftests in the qemu test
+# bed (loop topology, then pair topology), print "N passed, N failed, N skipped".
+#
+#   tools/run-tests.sh [--loop-only] [--kernel KVER]
+set -u
+cd "$(dirname "$0")/.." || exit 1
+topos="loop pair harness"
+kargs=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--loop-only) topos="loop"; shift ;;
+	--kernel) kargs=(--kernel "$2"); shift 2 ;;
+	*) echo "usage: $0 [--loop-only] [--kernel KVER]"; exit 2 ;;
+	esac
+done
+
+t0=$(date +%s)
+tools/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+pass=0 failn=0 skipn=0
+count() {	# count LOGFILE: add the closing line of a selftests/run.sh run
+	local line p f s
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" | tail -n1)
+	if [ -z "$line" ]; then
+		echo "# $2: no result line (guest died or timed out)"
+		failn=$((failn + 1)); return
+	fi
+	read -r p _ f _ s _ <<< "$line"
+	pass=$((pass + p)); failn=$((failn + f)); skipn=$((skipn + s))
+}
+step() {	# step NAME CMD...: one build/meta check counted as one test
+	local name=$1; shift
+	if "$@" > /tmp/rbond-step.log 2>&1; then
+		echo "ok - $name"; pass=$((pass + 1))
+	else
+		echo "not ok - $name"; sed 's/^/# /' /tmp/rbond-step.log | tail -n 40
+		failn=$((failn + 1))
+	fi
+}
+
+# Build.  A part not written yet is reported as skipped, not failed.
+kver=${kargs[1]:-$(ls -1 /boot/vmlinuz-* | sed 's|.*/vmlinuz-||' | sort -V | tail -n1)}
+if [ -f drivers/rdma_bond/Kbuild ]; then
+	step "build module (W=1, no warnings, KVER=$kver)" \
+		bash -c "make -s modules KVER=$kver 2>&1 | tee /dev/stderr | (! grep -E 'warning:|error:')"
+	if tools/checkpatch-path.sh | grep -q .; then
+		step "checkpatch --strict" make -s checkpatch
+	fi
+else
+	echo "ok - build module # SKIP not written yet"; skipn=$((skipn + 1))
+fi
+for part in provider:tools/provider progs:selftests/progs; do
+	if [ -f "${part#*:}/Makefile" ]; then
+		step "build ${part%%:*}" make -s "${part%%:*}"
+	fi
+done
+
+for topo in $topos; do
+	log=$(mktemp)
+	case $topo in
+	loop)
+		echo "# --- selftests, loop topology (one guest) ---"
+		tools/vm/run "${kargs[@]}" --timeout 2400 -- selftests/run.sh -t loop 2>&1 | tee "$log"
+		count "$log" "loop" ;;
+	pair)
+		echo "# --- selftests, pair topology (two guests) ---"
+		tools/vm/pair "${kargs[@]}" --timeout 2400 -- selftests/run.sh -t pair 2>&1 | tee "$log"
+		count "$log" "pair" ;;
+	harness)
+		# The harness must fail a guest whose kernel WARNs, whatever the
+		# command returns: load a module that WARNs at init.
+		if [ -f selftests/harness/Kbuild ]; then
+			step "harness detects a kernel WARN" bash -c "
+				make -s -C /lib/modules/$kver/build M=\$PWD/selftests/harness modules &&
+				! tools/vm/run ${kargs[*]} --timeout 300 -- insmod selftests/harness/rbond_warn.ko"
+		fi ;;
+	esac
+	rm -f "$log"
+done
+
+echo "# test run took $(( $(date +%s) - t0 )) s"
+echo "$pass passed, $failn failed, $skipn skipped"
+[ $failn -eq 0 ]
