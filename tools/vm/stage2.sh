@@ -39,5 +39,8 @@ rc=$?
 dmesg > "$out/dmesg" 2>/dev/null
 echo "$rc" > "$out/rc"
 sync
-echo o > /proc/sysrq-trigger
-sleep 10
+# Power off; never return (init exiting would panic the guest).
+while :; do
+	echo o > /proc/sysrq-trigger
+	sleep 5
+done
