@@ -16,6 +16,9 @@ CHECKPATCH ?= $(shell tools/checkpatch-path.sh)
 
 MOD_DIR := drivers/rdma_bond
 COMPAT_H := $(MOD_DIR)/rbond_compat_autoconf.h
+# kernel-style sources (generated files excluded)
+CHECKPATCH_FILES = $(filter-out %.mod.c $(COMPAT_H),$(wildcard $(MOD_DIR)/*.[ch] selftests/kmod/*.[ch] \
+	selftests/harness/*.[ch])) include/uapi/rdma/rdma_bond-abi.h
 
 .PHONY: all modules provider progs install modules_install provider_install \
 	checkpatch check test demo bench clean help deps FORCE
@@ -68,7 +71,7 @@ install: modules_install provider_install
 checkpatch:
 	@test -n "$(CHECKPATCH)" || { echo "checkpatch.pl not found (tools/deps.sh --debug installs linux-source)"; exit 1; }
 	$(CHECKPATCH) --strict --no-tree --quiet --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -f \
-		$(wildcard $(MOD_DIR)/*.c $(MOD_DIR)/*.h) include/uapi/rdma/rdma_bond-abi.h
+		$(CHECKPATCH_FILES)
 
 test:
 	tools/run-tests.sh

@@ -115,6 +115,22 @@ topo_common() {
 	_sysctl net.ipv4.conf.default.accept_local 1
 }
 
+# Policy routing for one emulated wire between two local netdevs (loop
+# topology): packets that arrive on DA/DB are delivered locally; traffic that
+# IPA sends to IPB (and back) leaves through DA (DB).  _wire DA DB IPA IPB TABLE
+_wire() {
+	if ip rule show | grep -q '^0:.*lookup local'; then
+		ip rule del pref 0 lookup local
+		ip rule add pref 100 lookup local
+	fi
+	ip rule add pref 10 iif "$1" lookup local
+	ip rule add pref 10 iif "$2" lookup local
+	_route_over "$1" "$3" "$4" "$5"
+	_route_over "$2" "$4" "$3" $(($5 + 1))
+	ip neigh replace "$4" dev "$1" nud permanent lladdr "$(cat "/sys/class/net/$2/address")"
+	ip neigh replace "$3" dev "$2" nud permanent lladdr "$(cat "/sys/class/net/$1/address")"
+}
+
 topo_loop_up() {
 	local r da db
 	topo_common
@@ -123,27 +139,40 @@ topo_loop_up() {
 		ip link add "$da" type veth peer name "$db" || return 1
 		_link_setup "$da" "$(rail_ip $r a)"
 		_link_setup "$db" "$(rail_ip $r b)"
-	done
-	# Local delivery only for packets that came in over a rail; locally
-	# generated traffic to the other "host" goes out over the wire.
-	ip rule del pref 0 lookup local 2>/dev/null
-	ip rule add pref 100 lookup local
-	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
-		da=a$r db=b$r
-		ip rule add pref 10 iif "$da" lookup local
-		ip rule add pref 10 iif "$db" lookup local
-		_route_over "$da" "$(rail_ip $r a)" "$(rail_ip $r b)" $((100 + 2 * r))
-		_route_over "$db" "$(rail_ip $r b)" "$(rail_ip $r a)" $((101 + 2 * r))
-		ip neigh replace "$(rail_ip $r b)" dev "$da" nud permanent \
-			lladdr "$(cat /sys/class/net/$db/address)"
-		ip neigh replace "$(rail_ip $r a)" dev "$db" nud permanent \
-			lladdr "$(cat /sys/class/net/$da/address)"
+		_wire "$da" "$db" "$(rail_ip $r a)" "$(rail_ip $r b)" $((100 + 2 * r))
 		_rxe_add "$da" && _rxe_add "$db" || return 1
 	done
 	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
 		_wait_gid "rxe_a$r" && _wait_gid "rxe_b$r" || { log "no IPv4 GID on rail $r"; return 1; }
 	done
 	RBOND_TOPO=loop
+}
+
+# The thing a user would try first: rxe over a Linux bond netdev of the rails
+# (loop topology, balance-xor with layer3+4 hashing).  Bonds lba (A, 10.0.9.1)
+# and lbb (B, 10.0.9.2) over a0.. and b0..; RDMA devices rxe_lba, rxe_lbb.
+topo_lbond_up() {
+	local r side
+	topo_common
+	modprobe -q bonding max_bonds=0
+	for side in a b; do
+		ip link add "lb$side" type bond mode balance-xor xmit_hash_policy layer3+4 miimon 100 ||
+			return 1
+		ip link set "lb$side" mtu "$RBOND_MTU"
+	done
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		ip link add "a$r" type veth peer name "b$r" || return 1
+		for side in a b; do
+			ip link set "$side$r" mtu "$RBOND_MTU"
+			ip link set "$side$r" master "lb$side" || return 1
+		done
+	done
+	_link_setup lba 10.0.9.1
+	_link_setup lbb 10.0.9.2
+	_wire lba lbb 10.0.9.1 10.0.9.2 108
+	_rxe_add lba && _rxe_add lbb || return 1
+	_wait_gid rxe_lba && _wait_gid rxe_lbb || { log "no IPv4 GID on the Linux bond"; return 1; }
+	RBOND_TOPO=lbond
 }
 
 # pair topology: this guest is host $RBOND_HOST (a or b); its NICs eth0..
@@ -270,6 +299,7 @@ topo_down() {
 		done
 	else
 		for r in $(seq 0 3); do ip link del "a$r" 2>/dev/null; done
+		ip link del lba 2>/dev/null; ip link del lbb 2>/dev/null
 	fi
 	while ip rule del pref 10 2>/dev/null; do :; done
 	while ip rule del pref 20 2>/dev/null; do :; done

@@ -13,12 +13,12 @@ rdma link show
 rbond_install || { echo "module not built"; exit 1; }
 provider_env
 
-say rdma link add rbond_a type bond netdev a0 || exit 1
-say rdma link add rbond_a type bond netdev a1 || exit 1
-rdma link add rbond_b type bond netdev b0 && rdma link add rbond_b type bond netdev b1 || exit 1
+say rdma link add rbond0 type bond netdev a0 || exit 1
+say rdma link add rbond0 type bond netdev a1 || exit 1
+rdma link add rbond1 type bond netdev b0 && rdma link add rbond1 type bond netdev b1 || exit 1
 say rdma link show
-say cat /sys/class/infiniband/rbond_a/bond/rails
-say ibv_devinfo -d rbond_a
+say cat /sys/class/infiniband/rbond0/bond/rails
+say ibv_devinfo -d rbond0
 
 # wall-clock throughput of one ib_write_bw run between devices DA and DB
 bw() {	# bw DEV_A DEV_B SERVER_IP PORT -> Mbit/s
@@ -36,7 +36,7 @@ bw() {	# bw DEV_A DEV_B SERVER_IP PORT -> Mbit/s
 echo
 echo "ib_write_bw, 1 QP, $iters x 1 MiB (wall clock, includes connection setup):"
 one=$(bw rxe_a0 rxe_b0 "$(rail_ip 0 b)" 19001)
-bond=$(bw rbond_a rbond_b "$(rail_ip 0 b)" 19002)
+bond=$(bw rbond0 rbond1 "$(rail_ip 0 b)" 19002)
 limit=$((2 * rate))
 printf '\n| %-26s | %8s | %10s | %14s |\n' setup Mbit/s "x one rail" "x limit ($limit)"
 printf '|%s|%s|%s|%s|\n' "----------------------------" "----------" "------------" "----------------"

@@ -10,7 +10,7 @@ PKGS=(
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
 	rdmacm-utils perftest iproute2 ethtool
-	pkg-config gnuplot-nox linux-source-6.1
+	pkg-config gnuplot-nox linux-source-6.1 python3
 )
 [ "${1:-}" = "--debug" ] && PKGS+=(rsync dwarves)
 

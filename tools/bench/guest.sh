@@ -1,0 +1,182 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tools/bench/guest.sh - benchmark body, runs inside the guest (loop
+# topology).  Writes CSV rows to $OUT/raw.csv:
+#   kind,config,rails,op,qps,size,rep,value,unit,cpu_s_per_gb
+# kind bw: value = Mbit/s on the wires (sum of every rail netdev's tx, sampled
+# while data flows); kind lat: value = p50 and p99 (two rows) in usec.
+#
+#   guest.sh OUT RATES REPS PLAN POLICIES
+#   RATES: per-rail Mbit/s, comma separated ("50,50" or "100,50")
+#   PLAN: "main" (table), "sweep" (size and QP sweeps), "demo" (short)
+set -u
+. "$(dirname "$0")/../../selftests/lib.sh"
+OUT=$1 RATES=$2 REPS=$3 PLAN=$4 POLICIES=${5:-}
+IFS=, read -r -a RATE <<< "$RATES"
+LIMIT=0; for r in "${RATE[@]}"; do LIMIT=$((LIMIT + r)); done
+SECS=${BENCH_SECS:-8}
+U="-x 1 -u $RBOND_QP_TIMEOUT -F"
+CSV=$OUT/raw.csv
+[ -f "$CSV" ] || echo "kind,config,rates,op,qps,size,rep,value,unit,cpu_s_per_gb" > "$CSV"
+port=20000
+
+shape_all() {
+	local r
+	for r in "${!RATE[@]}"; do
+		for d in a$r b$r; do rail_shape "$d" "${RATE[$r]}mbit"; done
+	done
+}
+
+wire_bytes() {	# sum of tx over every rail netdev, both hosts
+	local r s=0
+	for r in "${!RATE[@]}"; do
+		s=$((s + $(rail_tx_bytes a$r) + $(rail_tx_bytes b$r)))
+	done
+	echo $s
+}
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+
+# one_bw CONFIG DEV_A DEV_B SERVER_IP OP QPS SIZE REP [LIMIT_MBIT]
+one_bw() {
+	local cfg=$1 da=$2 db=$3 ip=$4 op=$5 qps=$6 size=$7 rep=$8 lim=${9:-$LIMIT}
+	local iters spid cpid samp=/tmp/bench.samp c0 c1 hz rate gb cpu
+	# enough data for ~SECS at the config's limit, at least 8 per QP
+	iters=$(( lim * 125000 * SECS / size / qps ))
+	[ "$iters" -lt 8 ] && iters=8
+	port=$((port + 1))
+	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $U \
+		>/tmp/bench.srv 2>&1 &
+	spid=$!
+	sleep 1
+	c0=$(cpu_ticks)
+	timeout -k 5 600 "ib_${op}_bw" -d "$da" -p $port -q "$qps" -s "$size" -n "$iters" $U "$ip" \
+		>/tmp/bench.cli 2>&1 &
+	cpid=$!
+	: > $samp
+	while kill -0 $cpid 2>/dev/null; do
+		echo "$(date +%s%N) $(wire_bytes)" >> $samp
+		sleep 0.5
+	done
+	c1=$(cpu_ticks)
+	wait $cpid || { echo "# $cfg $op q$qps s$size: client failed" >&2; tail -3 /tmp/bench.cli >&2; }
+	wait $spid
+	# steady state: from 1 s after data starts flowing to the last sample
+	# before it stops
+	rate=$(awk '
+		{ t[NR] = $1 / 1e9; b[NR] = $2 }
+		END {
+			for (i = 2; i <= NR; i++) if (b[i] - b[i-1] > 20000) { if (!f) f = i - 1; l = i }
+			if (!f) { print 0; exit }
+			s = f; while (s < l && t[s] - t[f] < 1) s++
+			if (l - s < 2) s = f
+			if (t[l] > t[s]) printf "%.1f", (b[l] - b[s]) * 8 / (t[l] - t[s]) / 1e6
+			else print 0
+		}' $samp)
+	hz=$(getconf CLK_TCK)
+	gb=$(awk -v a="$(head -1 $samp | cut -d' ' -f2)" -v b="$(tail -1 $samp | cut -d' ' -f2)" \
+		'BEGIN { printf "%.4f", (b - a) / 1e9 }')
+	cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v gb="$gb" \
+		'BEGIN { if (gb > 0) printf "%.1f", c / hz / gb; else print "" }')
+	echo "bw,$cfg,$RATES,$op,$qps,$size,$rep,$rate,Mbit/s,$cpu" >> "$CSV"
+	printf '# %-14s %-5s q=%d size=%-7d rep %d: %7s Mbit/s (%s x limit %d)\n' "$cfg" "$op" \
+		"$qps" "$size" "$rep" "$rate" "$(awk -v a="$rate" -v b="$lim" 'BEGIN{printf "%.2f", a/b}')" "$lim"
+}
+
+# one_lat CONFIG DEV_A DEV_B SERVER_IP OP REP
+one_lat() {
+	local cfg=$1 da=$2 db=$3 ip=$4 op=$5 rep=$6 line
+	port=$((port + 1))
+	timeout -k 5 300 "ib_${op}_lat" -d "$db" -p $port -s 2 -n 1000 $U >/tmp/bench.srv 2>&1 &
+	sleep 1
+	timeout -k 5 300 "ib_${op}_lat" -d "$da" -p $port -s 2 -n 1000 $U "$ip" >/tmp/bench.cli 2>&1
+	wait
+	# columns: bytes iters t_min t_max t_typical t_avg t_stdev 99% 99.9%
+	line=$(grep -E '^ *2 +1000 ' /tmp/bench.cli | tail -n1)
+	[ -n "$line" ] || { echo "# $cfg $op lat failed" >&2; return; }
+	set -- $line
+	echo "lat,$cfg,$RATES,$op,1,2,$rep,$5,usec p50," >> "$CSV"
+	echo "lat,$cfg,$RATES,$op,1,2,$rep,$8,usec p99," >> "$CSV"
+	echo "# $cfg $op lat rep $rep: p50 $5 us, p99 $8 us"
+}
+
+# The configurations: name and the two devices + server address
+cfg_devs() {
+	case $1 in
+	rail) echo "rxe_a0 rxe_b0 $(rail_ip 0 b)" ;;
+	lbond) echo "rxe_lba rxe_lbb 10.0.9.2" ;;
+	rbond-*) echo "rbond0 rbond1 $(rail_ip 0 b)" ;;
+	esac
+}
+
+set_policy() {	# set_policy POLICY: on both bonds; fails if unknown
+	local d
+	for d in rbond0 rbond1; do
+		echo "$1" > "/sys/class/infiniband/$d/bond/policy" 2>/dev/null || return 1
+	done
+}
+
+run_cfg() {	# run_cfg CONFIG: every measurement of the plan for one config
+	local cfg=$1 rep op qps size
+	read -r da db ip <<< "$(cfg_devs "$cfg")"
+	# one rail's limit is its own rate
+	local lim=$LIMIT
+	[ "$cfg" = rail ] && lim=${RATE[0]}
+	for rep in $(seq "$REPS"); do
+		case $PLAN in
+		main)
+			for w in "write 1 65536" "write 1 1048576" "write 8 1048576" \
+				 "read 1 1048576" "read 8 1048576"; do
+				read -r op qps size <<< "$w"
+				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$LIMIT"
+			done
+			one_lat "$cfg" "$da" "$db" "$ip" write "$rep"
+			one_lat "$cfg" "$da" "$db" "$ip" send "$rep" ;;
+		unequal)
+			for w in "write 1 1048576" "write 8 1048576"; do
+				read -r op qps size <<< "$w"
+				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$LIMIT"
+			done ;;
+		sweep)
+			for size in 4096 16384 65536 262144 1048576; do
+				one_bw "$cfg" "$da" "$db" "$ip" write 1 "$size" "$rep" "$LIMIT"
+			done
+			for qps in 2 4; do
+				one_bw "$cfg" "$da" "$db" "$ip" write "$qps" 1048576 "$rep" "$LIMIT"
+			done ;;
+		demo)
+			one_bw "$cfg" "$da" "$db" "$ip" write 1 1048576 "$rep" "$LIMIT" ;;
+		esac
+	done
+}
+
+export RBOND_NRAILS=${#RATE[@]}
+echo "# kernel $(uname -r), rails ${RATES} Mbit/s (limit $LIMIT), plan $PLAN, reps $REPS"
+
+# 1) one rail alone and rdma_bond, on the rail topology
+topo_loop_up || { echo "topology failed"; exit 1; }
+shape_all
+run_cfg rail
+if rbond_install && rbond_create rbond0 a && rbond_create rbond1 b &&
+   _wait_gid rbond0 && _wait_gid rbond1; then
+	provider_env
+	for p in ${POLICIES:-adaptive}; do
+		if [ -f /sys/class/infiniband/rbond0/bond/policy ] && ! set_policy "$p"; then
+			echo "# policy $p not supported by this module: skipped"
+			continue
+		fi
+		run_cfg "rbond-$p"
+	done
+else
+	echo "# rdma_bond not available: its rows are missing"
+fi
+topo_down
+
+# 2) rxe over a Linux bond netdev of the same rails
+if topo_lbond_up; then
+	shape_all
+	run_cfg lbond
+else
+	echo "# Linux bond topology failed"
+fi
+topo_down
