@@ -38,7 +38,7 @@ log "rbond0 GID[1] $gid_b, rxe_a0 GID[1] $gid_r"
 log_test $? "rbond0's GID[1] is its primary rail's (rxe_a0) GID[1]"
 
 rc=0
-RDMAV_DRIVERS= ibv_devinfo -d rxe_a0 >/tmp/di_plain 2>&1 || rc=1
+env -u RDMAV_DRIVERS ibv_devinfo -d rxe_a0 >/tmp/di_plain 2>&1 || rc=1
 ibv_devinfo -d rxe_a0 >/tmp/di_prov 2>&1 || rc=1
 cmp -s /tmp/di_plain /tmp/di_prov || { rc=1; diff /tmp/di_plain /tmp/di_prov | sed 's/^/#   /'; }
 log_test $rc "rxe rails look the same with and without the rbond provider loaded"

@@ -46,6 +46,15 @@ prov_ip() {
 	esac
 }
 
+prov_wait_listen() {	# prov_wait_listen PORT SECONDS: wait for a TCP listener
+	local i
+	for i in $(seq $(($2 * 10))); do
+		ss -Htln "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # prov_cs SRV_DEV CLI_DEV OUT CMD ARGS...: run CMD as server on SRV_DEV and
 # as client on CLI_DEV (connecting to SRV_DEV's host address), both under
 # timeout; client output in OUT, server output in OUT.srv.  Returns non-zero
@@ -56,7 +65,7 @@ prov_cs() {
 	timeout -k 5 "${PROV_TIMEOUT:-240}" "$cmd" -d "$sdev" -p "$PROV_PORT" "$@" \
 		>"$out.srv" 2>&1 &
 	spid=$!
-	sleep "${PROV_SRV_DELAY:-1}"
+	prov_wait_listen "$PROV_PORT" 60 || log "server on $sdev not listening on $PROV_PORT"
 	timeout -k 5 "${PROV_TIMEOUT:-240}" "$cmd" -d "$cdev" -p "$PROV_PORT" "$@" \
 		"$(prov_ip "$sdev")" >"$out" 2>&1
 	rc=$?
