@@ -265,16 +265,26 @@ dmesg_check() {	# dmesg_check MARK: fail if the log since MARK has a report
 	fi
 	return 0
 }
-# Ask kmemleak (debug kernel) for a scan; reports show up in dmesg_check.
+# Ask kmemleak (debug kernel only; a no-op elsewhere) for a scan and fail,
+# showing the suspects, if it found any.  kmemleak reports only objects older
+# than 5 s whose contents did not change between two scans: scan, wait past
+# that age, scan again.  The debug kernel runs no background scans
+# (tools/debug-kernel/debug.config), so scans happen only here.
 kmemleak_scan() {
 	[ -w /sys/kernel/debug/kmemleak ] || return 0
-	echo scan > /sys/kernel/debug/kmemleak; sleep 1
+	echo scan > /sys/kernel/debug/kmemleak; sleep "${RBOND_KMEMLEAK_AGE:-5}"
 	echo scan > /sys/kernel/debug/kmemleak
 	if grep -q unreferenced /sys/kernel/debug/kmemleak; then
 		cat /sys/kernel/debug/kmemleak | head -n 60 | sed 's/^/# /'
 		echo clear > /sys/kernel/debug/kmemleak
 		return 1
 	fi
+}
+# Forget what kmemleak suspects from before the tests (boot): scan, clear.
+kmemleak_baseline() {
+	[ -w /sys/kernel/debug/kmemleak ] || return 0
+	echo scan > /sys/kernel/debug/kmemleak
+	echo clear > /sys/kernel/debug/kmemleak
 }
 
 # ---- teardown -------------------------------------------------------------

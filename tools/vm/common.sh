@@ -65,6 +65,7 @@ vm_initramfs() {
 	cp /bin/busybox "$tmp/bin/busybox"
 	cp "$VM_DIR/init" "$tmp/init"
 	chmod 755 "$tmp/init"
+	: > "$tmp/mods/order"	# a kernel with all of them built in loads none
 	for m in $VM_INITRD_MODS; do
 		f=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$modroot/modules.dep" | cut -d: -f1)
 		if [ -z "$f" ]; then
@@ -80,6 +81,13 @@ vm_initramfs() {
 	echo "$stamp" > "$out.stamp"
 	rm -rf "$tmp"
 	echo "$out"
+}
+
+# Module tree of a cached (debug) kernel, for stage 2 to install at
+# /lib/modules/KVER in the guest; empty for a kernel of the host's /lib/modules.
+vm_cached_modules() {
+	[ -f "$RBOND_CACHE/kernels/$1/modules/modules.dep" ] && echo "$RBOND_CACHE/kernels/$1/modules"
+	true
 }
 
 # Does the guest kernel log $1 hold a report that fails a test?

@@ -10,6 +10,16 @@ arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p"; }
 out=$(arg rbond.out)
 work=$(arg rbond.work)
 
+kver=$(uname -r)
+# A kernel from the cache (the debug kernel, tools/debug-kernel) has its
+# module tree there, not in the host's /lib/modules: copy it to a writable
+# /lib/modules/KVER now, before tmpfs hides /var/tmp (where the cache lives).
+cmods=$(arg rbond.modules)
+if [ -n "$cmods" ]; then
+	mount -t tmpfs -o mode=755 tmpfs /lib/modules &&
+		cp -a "$cmods" "/lib/modules/$kver" || echo "stage2: cannot install $cmods"
+fi
+
 for d in /tmp /run /var/tmp /var/log /var/lib /var/cache /root /home /mnt /media; do
 	mount -t tmpfs -o mode=1777 tmpfs "$d"
 done
@@ -18,8 +28,7 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
-kver=$(uname -r)
-if modprobe overlay 2>/dev/null; then
+if [ -z "$cmods" ] && modprobe overlay 2>/dev/null; then
 	mkdir -p /tmp/.mods/up /tmp/.mods/work
 	mount -t overlay -o lowerdir=/lib/modules/$kver,upperdir=/tmp/.mods/up,workdir=/tmp/.mods/work \
 		overlay /lib/modules/$kver || echo "stage2: no overlay on /lib/modules"
