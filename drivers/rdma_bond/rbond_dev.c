@@ -139,8 +139,9 @@ static void rbond_speed_width(unsigned int total, u16 *speed, u8 *width)
 
 	*speed = IB_SPEED_SDR;
 	*width = IB_WIDTH_1X;
-	for (s = 0; s < ARRAY_SIZE(speeds); s++) {
-		for (w = 0; w < ARRAY_SIZE(widths); w++) {
+	/* Fewest lanes first: one 10G rail reads as 1X QDR, not 4X SDR. */
+	for (w = 0; w < ARRAY_SIZE(widths); w++) {
+		for (s = 0; s < ARRAY_SIZE(speeds); s++) {
 			bw = rbond_speed_quarters(speeds[s]) *
 			     ib_width_enum_to_int(widths[w]);
 			if (bw <= total && bw > best) {

@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: loop
+#
+# Kernel verbs consumers on rdma_bond (selftests/kmod/rbond_ktest.ko): RC
+# SEND/RECV (+imm, DMA-lkey and inline), WRITE, READ, FETCH_ADD, CMP_SWP in
+# both directions, data and completions checked, between
+#   - two bonds:          rbond0 [rxe_a0, rxe_a1] <-> rbondb [rxe_b0, rxe_b1]
+#   - a bond and rxe:     rbond0 [rxe_a0, rxe_a1] <-> rxe_b0 (plain), both
+#                         orders (the bond's GID is its primary's, rail 0)
+# and the per-rail counters and `rdma res show qp -dd` while QPs live.
+#
+#   rbond0 ─ rxe_a0 (a0) <==== veth ====> (b0) rxe_b0 ─ rbondb
+#          ─ rxe_a1 (a1) <==== veth ====> (b1) rxe_b1 ─
+. "$(dirname "$0")/lib.sh"
+require_guest
+require_module
+KT=$RBOND_TOP/selftests/kmod/rbond_ktest.ko
+[ -f "$KT" ] || skip "rbond_ktest.ko not built (make modules)"
+topo_up || fail "topology"
+trap 'rmmod rbond_ktest 2>/dev/null; topo_down' EXIT
+rbond_install || fail "install"
+
+stat() {	# stat DEV COUNTER
+	rdma statistic show link "$1/1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -1
+}
+
+ktest() {	# ktest DEV_A DEV_B [keep=1]: load rbond_ktest, report
+	local rc
+	insmod "$KT" dev_a="$1" dev_b="$2" ${3:-}; rc=$?
+	dmesg | grep 'rbond_ktest:' | tail -n 3 | sed 's/^/# /'
+	return $rc
+}
+
+test_bond_bond() {
+	local rc=0 before after
+	rbond_create rbond0 a && rbond_create rbondb b || { log_test 1 "bonds"; return; }
+	before=$(stat rbond0 rail0_tx_wqes)
+	ktest rbond0 rbondb keep=1 || rc=1
+	after=$(stat rbond0 rail0_tx_wqes)
+	log "rbond0 rail0_tx_wqes $before -> $after"
+	[ "$after" -gt "$before" ] || rc=1
+	[ "$(stat rbond0 rail0_completions)" -gt 0 ] || rc=1
+	[ "$(stat rbond0 rail0_rx_bytes)" -gt 0 ] || rc=1
+	[ "$(stat rbond0 rail0_errors)" -eq 0 ] || rc=1
+	log_test $rc "bond <-> bond: SEND/RECV, WRITE, READ, atomics; counters move"
+
+	rc=0
+	rdma res show qp link rbond0/1 -dd | tee /tmp/.res | sed 's/^/# /'
+	grep -q 'drv_home_rail 0' /tmp/.res && grep -q 'drv_rail0_qpn' /tmp/.res || rc=1
+	grep -q 'state RTS' /tmp/.res || rc=1
+	log_test $rc "rdma res show qp -dd shows the QP's rails"
+	rmmod rbond_ktest
+	check_ok rdma link delete rbondb
+}
+
+test_bond_rxe() {
+	local rc=0
+	ktest rbond0 rxe_b0 || rc=1
+	rmmod rbond_ktest 2>/dev/null
+	log_test $rc "bond <-> plain rxe: SEND/RECV, WRITE, READ, atomics"
+	rc=0
+	ktest rxe_b0 rbond0 || rc=1
+	rmmod rbond_ktest 2>/dev/null
+	log_test $rc "plain rxe <-> bond (bond as responder first)"
+}
+
+test_bond_bond
+test_bond_rxe
+exit $ret

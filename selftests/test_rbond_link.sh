@@ -1,0 +1,160 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: loop
+#
+# rdma link add/delete of rdma_bond devices: autoload, create, add rail,
+# sysfs, port attributes, every refusal (with no state change), delete,
+# rmmod with bonds present.
+#
+#   host A: rbond0 = [ rxe_a0 (a0) , rxe_a1 (a1) ]      host B: rxe_b0, rxe_b1
+#   spare:  x0..x4 veth (peers y0..y4) with rxe_x0..rxe_x4, c0 (no RDMA device)
+#
+#   a0 <==== veth ====> b0      x0..x4 <==> y0..y4 (rxe only on x*)
+#   a1 <==== veth ====> b1      c0 <==> d0 (no rxe)
+. "$(dirname "$0")/lib.sh"
+require_guest
+require_module
+require_cmd rdma
+topo_up || fail "topology"
+spare_down() {
+	local i
+	for i in 0 1 2 3 4; do
+		rdma link delete "rxe_x$i" 2>/dev/null
+		ip link del "x$i" 2>/dev/null
+	done
+	ip link del c0 2>/dev/null
+	true
+}
+trap 'spare_down; topo_down' EXIT
+
+SYS=/sys/class/infiniband
+
+# state of the RDMA world, to prove a refusal changed nothing
+snapshot() {
+	rdma dev show | sort
+	for d in "$SYS"/*/bond; do [ -d "$d" ] && cat "$d/rails"; done
+}
+
+# refuse PATTERN DESCRIPTION ARGS...: rdma link add ARGS must fail with
+# PATTERN and leave everything as it was
+refuse() {
+	local pat=$1 desc=$2 before after rc=0; shift 2
+	before=$(snapshot)
+	check_fail "$pat" rdma link add "$@" || rc=1
+	after=$(snapshot)
+	if [ "$before" != "$after" ]; then
+		log "state changed:"; diff <(echo "$before") <(echo "$after") | sed 's/^/#   /'
+		rc=1
+	fi
+	log_test $rc "refused: $desc"
+}
+
+test_autoload_create() {
+	local rc=0
+	rbond_install || fail "install"
+	rbond_unload
+	lsmod | grep -q '^rdma_bond' && rc=1
+	check_ok rdma link add rbond0 type bond netdev a0 || rc=1
+	lsmod | grep -q '^rdma_bond' || { log "module not autoloaded"; rc=1; }
+	[ -d $SYS/rbond0/bond ] || rc=1
+	[ "$(cat $SYS/rbond0/bond/abi_version 2>/dev/null)" = 1 ] || rc=1
+	[ "$(cat $SYS/rbond0/bond/num_rails)" = 1 ] || rc=1
+	rdma link show rbond0/1 | grep -q 'netdev a0' || rc=1
+	log_test $rc "autoload and create rbond0 over a0"
+}
+
+test_add_rail() {
+	local rc=0 rate1 rate2
+	rate1=$(cat $SYS/rbond0/ports/1/rate)
+	check_ok rdma link add rbond0 type bond netdev a1 || rc=1
+	[ "$(cat $SYS/rbond0/bond/num_rails)" = 2 ] || rc=1
+	log "rails:"; sed 's/^/#   /' $SYS/rbond0/bond/rails
+	grep -qx '0 rxe_a0 a0 active' $SYS/rbond0/bond/rails || rc=1
+	grep -qx '1 rxe_a1 a1 active' $SYS/rbond0/bond/rails || rc=1
+	[ "$(cat $SYS/rbond0/bond/primary)" = 0 ] || rc=1
+	rate2=$(cat $SYS/rbond0/ports/1/rate)
+	log "rate with one rail: $rate1, with two: $rate2 (rxe_a0: $(cat $SYS/rxe_a0/ports/1/rate))"
+	[ "${rate2%% *}" -eq $(( 2 * ${rate1%% *} )) ] || { log "speed is not the sum of the rails"; rc=1; }
+	log_test $rc "add rail a1: two rails, speed = sum of rails"
+}
+
+test_port_and_sysfs() {
+	local rc=0 g0 gb
+	grep -q ACTIVE $SYS/rbond0/ports/1/state || rc=1
+	grep -q LinkUp $SYS/rbond0/ports/1/phys_state || rc=1
+	[ "$(cat $SYS/rbond0/ports/1/link_layer)" = Ethernet ] || rc=1
+	# GIDs of the primary rail's netdev
+	g0=$(cat $SYS/rxe_a0/ports/1/gids/1); gb=$(cat $SYS/rbond0/ports/1/gids/1)
+	[ "$g0" = "$gb" ] || { log "GID 1: bond $gb, rxe_a0 $g0"; rc=1; }
+	grep -q '^\[adaptive\]' $SYS/rbond0/bond/policy || rc=1
+	echo round-robin > $SYS/rbond0/bond/policy || rc=1
+	grep -q '\[round-robin\]' $SYS/rbond0/bond/policy || rc=1
+	echo bogus > $SYS/rbond0/bond/policy 2>/dev/null && rc=1
+	echo adaptive > $SYS/rbond0/bond/policy
+	echo strict > $SYS/rbond0/bond/ordering || rc=1
+	echo 131072 > $SYS/rbond0/bond/stripe_threshold || rc=1
+	[ "$(cat $SYS/rbond0/bond/stripe_threshold)" = 131072 ] || rc=1
+	# a stable node GUID derived from the primary's
+	[ "$(cat $SYS/rbond0/node_guid)" != "$(cat $SYS/rxe_a0/node_guid)" ] || rc=1
+	rdma statistic show link rbond0/1 | grep -q rail1_tx_wqes || rc=1
+	log_test $rc "port ACTIVE, Ethernet, primary's GIDs, sysfs tunables, counters"
+}
+
+spare_up() {
+	local i
+	for i in 0 1 2 3 4; do
+		ip link add "x$i" type veth peer name "y$i" || return 1
+		ip link set "x$i" up; ip link set "y$i" up
+		rdma link add "rxe_x$i" type rxe netdev "x$i" || return 1
+	done
+	ip link add c0 type veth peer name d0 && ip link set c0 up
+}
+
+test_refusals() {
+	spare_up || { log_test 1 "spare devices"; return; }
+	refuse 'No such device' "netdev without an RDMA device" rbondx type bond netdev c0
+	refuse 'busy' "device already a rail (of rbond0)" rbondx type bond netdev a0
+	refuse 'busy' "device already a rail, same bond" rbond0 type bond netdev a1
+	refuse 'exists' "name of a non-bond device (rxe_b0)" rxe_b0 type bond netdev b1
+	refuse 'Invalid argument' "name the core rejects (rb%d)" 'rb%d' type bond netdev b1
+	refuse 'No such device' "netdev that does not exist" rbondx type bond netdev nosuch0
+	# too many rails: rbondx over x0..x3, then x4
+	local i rc=0
+	for i in 0 1 2 3; do check_ok rdma link add rbondx type bond netdev "x$i" || rc=1; done
+	[ "$(cat $SYS/rbondx/bond/num_rails 2>/dev/null)" = 4 ] || rc=1
+	log_test $rc "four rails on one bond"
+	refuse 'No space left' "fifth rail" rbondx type bond netdev x4
+	# a bond is not a rail: the bond's own netdev names its primary, a rail
+	refuse 'busy' "a bond's netdev (primary of rbondx)" rbondy type bond netdev x0
+	log_test $KSFT_SKIP "mixed link layers (no non-RoCE RDMA device in the guest)"
+	check_ok rdma link delete rbondx
+	log_test $? "delete the four-rail bond"
+}
+
+test_delete_recreate() {
+	local rc=0
+	check_ok rdma link delete rbond0 || rc=1
+	[ -e $SYS/rbond0 ] && rc=1
+	# rails are free again
+	check_ok rdma link add rbond0 type bond netdev a1 || rc=1
+	grep -qx '0 rxe_a1 a1 active' $SYS/rbond0/bond/rails || rc=1
+	check_ok rdma link add rbond1 type bond netdev a0 || rc=1
+	check_fail 'Invalid argument|not supported' rdma link delete rxe_nosuch && true
+	log_test $rc "delete frees the rails; re-create"
+}
+
+test_rmmod_with_bonds() {
+	local rc=0
+	rmmod rdma_bond || rc=1
+	[ -e $SYS/rbond0 ] || [ -e $SYS/rbond1 ] && rc=1
+	[ -e $SYS/rxe_a0 ] && [ -e $SYS/rxe_a1 ] || rc=1
+	log_test $rc "rmmod with two bonds present removes them, rails stay"
+}
+
+test_autoload_create
+test_add_rail
+test_port_and_sysfs
+test_refusals
+test_delete_recreate
+test_rmmod_with_bonds
+exit $ret
