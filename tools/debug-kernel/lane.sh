@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tools/debug-kernel/lane.sh - the debug-kernel lane: build the debug kernel
+# if needed (build.sh), build the module against it in a copy of the work
+# tree, prove the debug tools work (rbond_inject self-checks), then run the
+# selftests that matter most on it.  Prints "N passed, N failed, N skipped".
+#
+#   tools/debug-kernel/lane.sh [--no-self-check] [--self-check-only] [TEST...]
+#
+# TEST...: selftests to run (default $RBOND_LANE_TESTS, else the list below,
+# those that exist).  The copy lives in $REPO/.vm/lane-src (inside the work
+# tree because the guest hides /var/tmp and /tmp behind tmpfs), so the stock
+# build in the work tree is never touched.
+#
+# Self-checks: one guest per injected bug (selftests/harness/rbond_inject.sh
+# under selftests/run.sh, RBOND_INJECT=uaf|sleep|leak|abba); each must make
+# the suite fail AND show its tool's report.  bug=none runs first in the main
+# suite and must pass.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+RBOND_CACHE=${RBOND_CACHE:-/var/tmp/rdma_bond-cache}
+export RBOND_CACHE
+DEFAULT_TESTS="test_rbond_link test_rbond_lifecycle test_rbond_ktest test_provider_verify"
+
+self_check=1 suite=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--no-self-check) self_check=0; shift ;;
+	--self-check-only) suite=0; shift ;;
+	-h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+	--) shift; break ;;
+	-*) echo "usage: $0 [--no-self-check] [--self-check-only] [TEST...]"; exit 2 ;;
+	*) break ;;
+	esac
+done
+t0=$(date +%s)
+pass=0 failn=0 skipn=0
+ok() { echo "ok - debug: $*"; pass=$((pass + 1)); }
+notok() { echo "not ok - debug: $*"; failn=$((failn + 1)); }
+finish() {
+	echo "# debug lane took $(( $(date +%s) - t0 )) s"
+	echo "$pass passed, $failn failed, $skipn skipped"
+	[ $failn -eq 0 ]
+	exit
+}
+
+# 1. The debug kernel (a no-op when current).
+b0=$(date +%s)
+if ! kver=$("$HERE/build.sh" | tail -n1) || [ -z "$kver" ]; then
+	notok "build the debug kernel"; finish
+fi
+echo "# debug kernel $kver ready in $(( $(date +%s) - b0 )) s (first build: $(cat "$RBOND_CACHE/kernels/$kver/build-seconds" 2>/dev/null) s)"
+kdir=$RBOND_CACHE/kernels/$kver/build
+
+# 2. A copy of the work tree (tracked and untracked-not-ignored files).
+src=$REPO/.vm/lane-src
+rm -rf "$src"
+mkdir -p "$src"
+(cd "$REPO" && git ls-files -z -co --exclude-standard | grep -zv '^\.vm/' |
+	tar --null -T - -cf -) | tar -xf - -C "$src" || { notok "copy the work tree"; finish; }
+
+# 3. Build: module(s) against the debug tree, the self-check module, and the
+# userspace parts the tests use (kernel-independent, but built in the copy).
+blog=$src/.vm-lane-build.log
+if make -C "$src" -s modules KDIR="$kdir" KVER="$kver" > "$blog" 2>&1 &&
+   make -C "$kdir" -s M="$src/selftests/harness/rbond_inject" modules >> "$blog" 2>&1; then
+	ok "build module and rbond_inject against $kver"
+else
+	sed 's/^/# /' "$blog" | tail -n 40
+	notok "build module and rbond_inject against $kver"; finish
+fi
+for part in provider:tools/provider progs:selftests/progs; do
+	[ -f "$src/${part#*:}/Makefile" ] || continue
+	make -C "$src" -s "${part%%:*}" >> "$blog" 2>&1 || { sed 's/^/# /' "$blog" | tail -n 20; notok "build ${part%%:*}"; }
+done
+
+# Built-in bonding would create bond0 at boot (the module's max_bonds=0 that
+# the tests ask for cannot apply to a built-in driver).
+export RBOND_VM_APPEND="${RBOND_VM_APPEND:-} bonding.max_bonds=0"
+vmrun() { "$src/tools/vm/run" --kernel "$kver" "$@"; }
+
+# 4. Self-checks: each injected bug must fail the suite with its report.
+if [ $self_check = 1 ]; then
+	for check in "uaf:BUG: KASAN: [a-z-]*use-after-free in rbond_inject_uaf" \
+		     "sleep:BUG: sleeping function called from invalid context" \
+		     "leak:unreferenced object" \
+		     "abba:WARNING: possible circular locking dependency detected"; do
+		bug=${check%%:*} sig=${check#*:}
+		out=$(mktemp)
+		s0=$(date +%s)
+		vmrun --timeout 600 --env RBOND_INJECT="$bug" -- selftests/run.sh harness/rbond_inject.sh > "$out" 2>&1
+		rc=$?
+		secs=$(( $(date +%s) - s0 ))
+		if [ $rc -ne 0 ] && grep -qE '^0 passed, 1 failed' "$out" && grep -qE "$sig" "$out" &&
+		   grep -q rbond_inject "$out"; then
+			ok "injected bug=$bug caught (exit $rc, ${secs}s): $(grep -m1 -oE "$sig.*" "$out" | cut -c1-100)"
+		else
+			notok "injected bug=$bug NOT caught (exit $rc, ${secs}s; expected '$sig')"
+			sed 's/^/# /' "$out" | tail -n 60
+		fi
+		rm -f "$out"
+	done
+fi
+
+# 5. The suite on the debug kernel.
+if [ $suite = 1 ]; then
+	tests=("$@")
+	if [ ${#tests[@]} -eq 0 ]; then
+		for t in ${RBOND_LANE_TESTS:-$DEFAULT_TESTS}; do
+			[ -f "$src/selftests/${t%.sh}.sh" ] && tests+=("${t%.sh}.sh")
+		done
+	fi
+	[ $self_check = 1 ] && tests=(harness/rbond_inject.sh "${tests[@]}")
+	out=$(mktemp)
+	s0=$(date +%s)
+	echo "# --- selftests on the debug kernel $kver: ${tests[*]} ---"
+	vmrun --timeout "${RBOND_LANE_TIMEOUT:-3000}" --env RBOND_INJECT=none \
+		-- selftests/run.sh -t loop "${tests[@]}" 2>&1 | tee "$out"
+	echo "# debug suite took $(( $(date +%s) - s0 )) s"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n1)
+	if [ -z "$line" ]; then
+		notok "selftests on $kver: no result line (guest died or timed out)"
+	else
+		read -r p _ f _ s _ <<< "$line"
+		pass=$((pass + p)); failn=$((failn + f)); skipn=$((skipn + s))
+		# A report found by the host side after the last test (exit 125)
+		# with every test passed still fails the lane.
+		if [ "$f" -eq 0 ] && grep -q 'guest kernel log has a failure report' "$out"; then
+			notok "guest kernel log clean after the suite"
+		fi
+	fi
+	rm -f "$out"
+fi
+finish
