@@ -8,6 +8,8 @@
 #     the bond keeps the remaining rail, which becomes primary
 #   - the last rail goes away: the bond unregisters itself
 #   - rmmod rdma_bond with QPs alive: kernel consumers get their remove()
+#   - rdma link delete while a process holds a context with a QP on the bond
+#     (ibv_rc_pingpong server through the provider): disassociated, no hang
 #
 #   rbond0 ─ rxe_a0 (a0) <==== veth ====> (b0) rxe_b0 ─ rbondb
 #          ─ rxe_a1 (a1) <==== veth ====> (b1) rxe_b1 ─
@@ -71,6 +73,24 @@ test_rmmod_live() {
 	log_test $rc "rmmod rdma_bond with live kernel QPs"
 }
 
+test_user_context() {
+	local rc=0 pid
+	if [ ! -f "$RBOND_PROVIDER-rdmav34.so" ] || ! command -v ibv_rc_pingpong >/dev/null; then
+		log_test $KSFT_SKIP "delete with a user context open (no provider)"
+		return
+	fi
+	rbond_create rbond0 a && _wait_gid rbond0 || { log_test 1 "setup"; return; }
+	RDMAV_DRIVERS=$RBOND_PROVIDER ibv_rc_pingpong -d rbond0 -g 1 -p 18999 >/tmp/.pp 2>&1 &
+	pid=$!
+	sleep 3
+	kill -0 $pid 2>/dev/null || { sed 's/^/#   /' /tmp/.pp; rc=1; }
+	timeout 120 rdma link delete rbond0 || { log "delete hung or failed"; rc=1; }
+	[ -e $SYS/rbond0 ] && rc=1
+	kill $pid 2>/dev/null; wait $pid 2>/dev/null
+	log_test $rc "rdma link delete with a user context and QP open"
+}
+
+test_user_context
 test_member_removal
 test_rmmod_live
 exit $ret
