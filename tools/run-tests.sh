@@ -8,7 +8,7 @@
 #   tools/run-tests.sh [--loop-only] [--kernel KVER]
 set -u
 cd "$(dirname "$0")/.." || exit 1
-topos="loop pair harness"
+topos="loop pair harness debug"
 kargs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -24,7 +24,9 @@ tools/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 pass=0 failn=0 skipn=0
 count() {	# count LOGFILE: add the closing line of a selftests/run.sh run
 	local line p f s
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" | tail -n1)
+	# (a pair run's lines carry a "[a] " prefix)
+	line=$(grep -oE '^(\[a\] )?[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" |
+		tail -n1 | sed 's/^\[a\] //')
 	if [ -z "$line" ]; then
 		echo "# $2: no result line (guest died or timed out)"
 		failn=$((failn + 1)); return
@@ -77,6 +79,17 @@ for topo in $topos; do
 			step "harness detects a kernel WARN" bash -c "
 				make -s -C /lib/modules/$kver/build M=\$PWD/selftests/harness modules &&
 				! tools/vm/run ${kargs[*]} --timeout 300 -- insmod selftests/harness/rbond_warn.ko"
+		fi ;;
+	debug)
+		# KASAN/lockdep/kmemleak kernel built from linux-source-6.1
+		# (cached; the first build is long, see README), self-checks
+		# with injected bugs, then a subset of the suite on it.
+		echo "# --- debug-kernel lane (tools/debug-kernel/lane.sh) ---"
+		if [ "${RBOND_DEBUG_LANE:-1}" = 0 ]; then
+			echo "ok - debug-kernel lane # SKIP RBOND_DEBUG_LANE=0"; skipn=$((skipn + 1))
+		else
+			tools/debug-kernel/lane.sh 2>&1 | tee "$log"
+			count "$log" "debug"
 		fi ;;
 	esac
 	rm -f "$log"
