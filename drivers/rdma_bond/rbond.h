@@ -88,8 +88,9 @@ struct rbond_dev {
 	unsigned int primary;		/* valid when num_rails > 0 */
 	struct ib_device_attr attr;	/* min over rails, kept current */
 	u32 gid_tbl_len;
-	spinlock_t state_lock;		/* port_active */
+	spinlock_t state_lock;		/* port_active, live */
 	bool port_active;
+	bool live;			/* between client add() and remove() */
 
 	struct list_head pds;
 	struct list_head mrs;
@@ -255,6 +256,7 @@ struct rbond_dev *rbond_dev_alloc(void);
 int rbond_dev_register(struct rbond_dev *bond, const char *name);
 void rbond_dev_update_attr(struct rbond_dev *bond);
 void rbond_dev_update_port_state(struct rbond_dev *bond);
+void rbond_dev_set_live(struct rbond_dev *bond, bool live);
 int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,
 			    const struct rdma_ah_attr *in,
 			    struct rdma_ah_attr *out,

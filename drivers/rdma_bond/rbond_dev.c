@@ -202,12 +202,19 @@ static int rbond_query_port(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-/* Port state follows the rails: dispatch PORT_ACTIVE/ERR on change. */
+/*
+ * Port state follows the rails: dispatch PORT_ACTIVE/ERR on change, only
+ * while the device is live (registered, not yet being unregistered), so
+ * that no event work is queued after the core flushed them.
+ */
 void rbond_dev_update_port_state(struct rbond_dev *bond)
 {
-	struct ib_event ev = {};
+	struct ib_event ev = {
+		.device = &bond->ibdev,
+		.element.port_num = RBOND_PORT,
+	};
 	unsigned long flags;
-	bool active = false, changed;
+	bool active = false;
 	unsigned int i;
 
 	spin_lock_irqsave(&bond->state_lock, flags);
@@ -215,16 +222,21 @@ void rbond_dev_update_port_state(struct rbond_dev *bond)
 		if (READ_ONCE(bond->rails[i].ibdev) &&
 		    READ_ONCE(bond->rails[i].active))
 			active = true;
-	changed = active != bond->port_active;
+	if (active != bond->port_active && bond->live) {
+		ev.event = active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+		ib_dispatch_event(&ev);
+	}
 	bond->port_active = active;
 	spin_unlock_irqrestore(&bond->state_lock, flags);
+}
 
-	if (!changed || !bond->ibdev.dev.kobj.state_in_sysfs)
-		return;
-	ev.device = &bond->ibdev;
-	ev.element.port_num = RBOND_PORT;
-	ev.event = active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
-	ib_dispatch_event(&ev);
+void rbond_dev_set_live(struct rbond_dev *bond, bool live)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&bond->state_lock, flags);
+	bond->live = live;
+	spin_unlock_irqrestore(&bond->state_lock, flags);
 }
 
 static int rbond_get_port_immutable(struct ib_device *ibdev, u32 port,
@@ -675,6 +687,6 @@ int rbond_dev_register(struct rbond_dev *bond, const char *name)
 	if (!ib_query_port(rail->ibdev, rail->port, &pattr) &&
 	    pattr.gid_tbl_len)
 		bond->gid_tbl_len = pattr.gid_tbl_len;
-	bond->port_active = false;
+	bond->port_active = rail->active;
 	return ib_register_device(&bond->ibdev, name, NULL);
 }

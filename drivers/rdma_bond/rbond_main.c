@@ -468,8 +468,10 @@ static int rbond_client_add(struct ib_device *ibdev)
 	struct rbond_member *m;
 
 	/* Our own devices: registered under rbond_mutex, never rails. */
-	if (rbond_is_bond(ibdev))
+	if (rbond_is_bond(ibdev)) {
+		rbond_dev_set_live(to_rbond_dev(ibdev), true);
 		return 0;
+	}
 
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
@@ -487,8 +489,10 @@ static void rbond_client_remove(struct ib_device *ibdev, void *client_data)
 	struct rbond_dev *bond;
 	unsigned int rail;
 
-	if (rbond_is_bond(ibdev))
+	if (rbond_is_bond(ibdev)) {
+		rbond_dev_set_live(to_rbond_dev(ibdev), false);
 		return;
+	}
 
 	mutex_lock(&rbond_mutex);
 	list_for_each_entry_safe(m, tmp, &rbond_members, list) {

@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: the control channel between two hosts' rdma_bond modules.
+ *
+ * One kernel rdma_cm RC connection per (local rail address, peer address)
+ * on the MEMBER devices, listening on every rail address of every bond at
+ * port ctrl_port (default 18515).  Messages are small and versioned
+ * (struct rbond_msg: magic, version, type, length, sequence, status); they
+ * go through a fixed pool of RBOND_CTRL_TX send and RBOND_CTRL_RX receive
+ * buffers per connection (bounded resources: a message that finds no free
+ * send buffer is dropped and the requester's timeout retries it).
+ *
+ * Receive completions are handled in process context (IB_POLL_WORKQUEUE);
+ * nothing here runs in a data-path context except rbond_ctrl_send_async()
+ * users, which only queue work.
+ */
+#include <linux/inetdevice.h>
+#include <linux/module.h>
+#include <net/route.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/ib_addr.h>
+
+#include "rbond_ctrl.h"
+
+static ushort ctrl_port = RBOND_CTRL_PORT;
+module_param(ctrl_port, ushort, 0444);
+MODULE_PARM_DESC(ctrl_port,
+		 "TCP-space port of the rdma_cm control channel on every rail address (default 18515)");
+
+/* Connections and listeners. */
+static DEFINE_MUTEX(rbond_conn_mutex);
+static LIST_HEAD(rbond_conns);
+static LIST_HEAD(rbond_listeners);
+static bool rbond_ctrl_stopping;
+
+struct rbond_listener {
+	struct list_head list;
+	struct rdma_cm_id *id;
+	__be32 addr;
+};
+
+struct rbond_cbuf {
+	struct ib_cqe cqe;
+	struct rbond_conn *conn;
+	unsigned int idx;
+};
+
+static void rbond_conn_release(struct kref *ref);
+static void rbond_conn_down_work(struct work_struct *work);
+
+void rbond_conn_get(struct rbond_conn *conn)
+{
+	kref_get(&conn->ref);
+}
+
+void rbond_conn_put(struct rbond_conn *conn)
+{
+	if (conn)
+		kref_put(&conn->ref, rbond_conn_release);
+}
+
+static void *rbond_conn_buf(struct rbond_conn *conn, unsigned int idx)
+{
+	return conn->buf + (size_t)idx * RBOND_CTRL_MSG_SIZE;
+}
+
+/* --- buffers, QP ---------------------------------------------------------- */
+
+static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc);
+
+static int rbond_conn_post_recv(struct rbond_conn *conn, unsigned int idx)
+{
+	struct rbond_cbuf *cb = &conn->cbufs[idx];
+	struct ib_sge sge = {
+		.addr = conn->dma + (u64)idx * RBOND_CTRL_MSG_SIZE,
+		.length = RBOND_CTRL_MSG_SIZE,
+		.lkey = conn->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &cb->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	cb->cqe.done = rbond_ctrl_rx_done;
+	return ib_post_recv(conn->qp, &wr, NULL);
+}
+
+/* Resources of a connection on @id's device; posts every receive. */
+static int rbond_conn_setup(struct rbond_conn *conn, struct rdma_cm_id *id)
+{
+	struct ib_device *dev = id->device;
+	struct ib_qp_init_attr init = {};
+	unsigned int i;
+	int ret;
+
+	conn->buf = kzalloc(RBOND_CTRL_NBUF * RBOND_CTRL_MSG_SIZE, GFP_KERNEL);
+	if (!conn->buf)
+		return -ENOMEM;
+	conn->dmadev = dev;
+	conn->dma = ib_dma_map_single(dev, conn->buf,
+				      RBOND_CTRL_NBUF * RBOND_CTRL_MSG_SIZE,
+				      DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, conn->dma)) {
+		ret = -ENOMEM;
+		goto err_free_buf;
+	}
+	conn->pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(conn->pd)) {
+		ret = PTR_ERR(conn->pd);
+		goto err_unmap;
+	}
+	conn->cq = ib_alloc_cq(dev, conn, RBOND_CTRL_NBUF, 0,
+			       IB_POLL_WORKQUEUE);
+	if (IS_ERR(conn->cq)) {
+		ret = PTR_ERR(conn->cq);
+		goto err_dealloc_pd;
+	}
+	init.send_cq = conn->cq;
+	init.recv_cq = conn->cq;
+	init.qp_type = IB_QPT_RC;
+	init.sq_sig_type = IB_SIGNAL_ALL_WR;
+	init.cap.max_send_wr = RBOND_CTRL_TX;
+	init.cap.max_recv_wr = RBOND_CTRL_RX;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	ret = rdma_create_qp(id, conn->pd, &init);
+	if (ret)
+		goto err_free_cq;
+	conn->qp = id->qp;
+	for (i = 0; i < RBOND_CTRL_NBUF; i++) {
+		conn->cbufs[i].conn = conn;
+		conn->cbufs[i].idx = i;
+	}
+	for (i = 0; i < RBOND_CTRL_RX; i++) {
+		ret = rbond_conn_post_recv(conn, i);
+		if (ret)
+			goto err_destroy_qp;
+	}
+	return 0;
+
+err_destroy_qp:
+	rdma_destroy_qp(id);
+	conn->qp = NULL;
+err_free_cq:
+	ib_free_cq(conn->cq);
+	conn->cq = NULL;
+err_dealloc_pd:
+	ib_dealloc_pd(conn->pd);
+	conn->pd = NULL;
+err_unmap:
+	ib_dma_unmap_single(dev, conn->dma,
+			    RBOND_CTRL_NBUF * RBOND_CTRL_MSG_SIZE,
+			    DMA_BIDIRECTIONAL);
+err_free_buf:
+	kfree(conn->buf);
+	conn->buf = NULL;
+	return ret;
+}
+
+static void rbond_conn_free_res(struct rbond_conn *conn,
+				struct rdma_cm_id *id)
+{
+	if (conn->qp) {
+		rdma_destroy_qp(id);
+		conn->qp = NULL;
+	}
+	if (conn->cq) {
+		ib_free_cq(conn->cq);
+		conn->cq = NULL;
+	}
+	if (conn->pd) {
+		ib_dealloc_pd(conn->pd);
+		conn->pd = NULL;
+	}
+	if (conn->buf) {
+		ib_dma_unmap_single(conn->dmadev, conn->dma,
+				    RBOND_CTRL_NBUF * RBOND_CTRL_MSG_SIZE,
+				    DMA_BIDIRECTIONAL);
+		kfree(conn->buf);
+		conn->buf = NULL;
+	}
+}
+
+static struct rbond_conn *rbond_conn_alloc(bool active, __be32 laddr,
+					   __be32 raddr)
+{
+	struct rbond_conn *conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+
+	if (!conn)
+		return NULL;
+	kref_init(&conn->ref);
+	spin_lock_init(&conn->lock);
+	conn->active = active;
+	conn->laddr = laddr;
+	conn->raddr = raddr;
+	conn->state = RBOND_CONN_CONNECTING;
+	hash_init(conn->rkeys);
+	hash_init(conn->handed);
+	INIT_LIST_HEAD(&conn->invals);
+	INIT_WORK(&conn->down_work, rbond_conn_down_work);
+	INIT_WORK(&conn->rkey_work, rbond_rkey_fetch_work);
+	return conn;
+}
+
+static void rbond_conn_release(struct kref *ref)
+{
+	struct rbond_conn *conn = container_of(ref, struct rbond_conn, ref);
+
+	cancel_work_sync(&conn->rkey_work);
+	rbond_rkey_flush(conn);
+	kfree(conn);
+}
+
+/* Tear a connection down (process context, never from its cm handler). */
+static void rbond_conn_teardown(struct rbond_conn *conn)
+{
+	struct rdma_cm_id *id;
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->state != RBOND_CONN_FAILED)
+		conn->state = RBOND_CONN_DEAD;
+	id = conn->id;
+	conn->id = NULL;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (!id)
+		return;
+	rdma_disconnect(id);
+	rbond_conn_free_res(conn, id);
+	rdma_destroy_id(id);
+	rbond_inval_wake();
+}
+
+static void rbond_conn_down_work(struct work_struct *work)
+{
+	struct rbond_conn *conn = container_of(work, struct rbond_conn,
+					       down_work);
+
+	rbond_conn_teardown(conn);
+	rbond_mrail_conn_down(conn);
+	mutex_lock(&rbond_conn_mutex);
+	/* A failed active probe stays listed: negative cache. */
+	if (!rbond_ctrl_stopping && conn->state == RBOND_CONN_DEAD &&
+	    !list_empty(&conn->list))
+		list_del_init(&conn->list);
+	else
+		conn = NULL;
+	mutex_unlock(&rbond_conn_mutex);
+	rbond_conn_put(conn);	/* the list's reference */
+}
+
+/* From a cm handler: stop the connection later. */
+static void rbond_conn_fail(struct rbond_conn *conn, bool probe_failed)
+{
+	unsigned long flags;
+	bool queue;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	queue = conn->state == RBOND_CONN_CONNECTING ||
+		conn->state == RBOND_CONN_UP;
+	if (queue) {
+		conn->state = probe_failed ? RBOND_CONN_FAILED :
+					     RBOND_CONN_DEAD;
+		conn->fail_time = jiffies;
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (probe_failed)
+		atomic64_inc(&rbond_mstats.probes_failed);
+	if (queue)
+		queue_work(rbond_wq, &conn->down_work);
+}
+
+/* --- messages ------------------------------------------------------------- */
+
+int rbond_ctrl_send(struct rbond_conn *conn, struct rbond_msg *msg, u8 type,
+		    u32 status)
+{
+	struct ib_send_wr wr = {};
+	struct rbond_cbuf *cb;
+	struct ib_sge sge;
+	unsigned long flags;
+	unsigned int slot;
+	int ret;
+
+	msg->magic = cpu_to_be32(RBOND_CTRL_MAGIC);
+	msg->version = RBOND_CTRL_VERSION;
+	msg->type = type;
+	msg->len = cpu_to_be16(sizeof(*msg));
+	msg->status = cpu_to_be32(status);
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->state != RBOND_CONN_UP || !conn->qp) {
+		ret = -ENOTCONN;
+		goto out_unlock;
+	}
+	slot = find_first_zero_bit(&conn->tx_busy, RBOND_CTRL_TX);
+	if (slot >= RBOND_CTRL_TX) {
+		ret = -EBUSY;	/* bounded: the requester retries */
+		goto out_unlock;
+	}
+	msg->seq = cpu_to_be32(++conn->seq);
+	slot += RBOND_CTRL_RX;
+	memcpy(rbond_conn_buf(conn, slot), msg, sizeof(*msg));
+	ib_dma_sync_single_for_device(conn->dmadev,
+				      conn->dma + (u64)slot * RBOND_CTRL_MSG_SIZE,
+				      RBOND_CTRL_MSG_SIZE, DMA_BIDIRECTIONAL);
+	cb = &conn->cbufs[slot];
+	cb->cqe.done = rbond_ctrl_tx_done;
+	sge.addr = conn->dma + (u64)slot * RBOND_CTRL_MSG_SIZE;
+	sge.length = sizeof(*msg);
+	sge.lkey = conn->pd->local_dma_lkey;
+	wr.wr_cqe = &cb->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	ret = ib_post_send(conn->qp, &wr, NULL);
+	if (!ret)
+		__set_bit(slot - RBOND_CTRL_RX, &conn->tx_busy);
+out_unlock:
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return ret;
+}
+
+static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rbond_cbuf *cb = container_of(wc->wr_cqe, struct rbond_cbuf,
+					     cqe);
+	struct rbond_conn *conn = cb->conn;
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	__clear_bit(cb->idx - RBOND_CTRL_RX, &conn->tx_busy);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_debug("rdma_bond: control send failed: %d\n", wc->status);
+}
+
+static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rbond_cbuf *cb = container_of(wc->wr_cqe, struct rbond_cbuf,
+					     cqe);
+	struct rbond_conn *conn = cb->conn;
+	struct rbond_msg msg;
+
+	if (wc->status != IB_WC_SUCCESS)
+		return;		/* flushed: the connection is going down */
+	ib_dma_sync_single_for_cpu(conn->dmadev,
+				   conn->dma + (u64)cb->idx * RBOND_CTRL_MSG_SIZE,
+				   RBOND_CTRL_MSG_SIZE, DMA_BIDIRECTIONAL);
+	memcpy(&msg, rbond_conn_buf(conn, cb->idx), sizeof(msg));
+	if (rbond_conn_post_recv(conn, cb->idx))
+		pr_debug("rdma_bond: control recv repost failed\n");
+
+	if (wc->byte_len < sizeof(msg) ||
+	    be32_to_cpu(msg.magic) != RBOND_CTRL_MAGIC ||
+	    msg.version != RBOND_CTRL_VERSION ||
+	    be16_to_cpu(msg.len) != sizeof(msg)) {
+		atomic64_inc(&rbond_mstats.bad_msgs);
+		return;
+	}
+	rbond_mrail_handle_msg(conn, &msg);
+}
+
+/* --- rdma_cm ------------------------------------------------------------- */
+
+struct rbond_cm_pdata {
+	__be32 magic;
+	u8 version;
+	u8 rsvd[3];
+};
+
+static int rbond_ctrl_accept(struct rdma_cm_id *id,
+			     struct rdma_cm_event *ev)
+{
+	const struct rbond_cm_pdata *pd = ev->param.conn.private_data;
+	struct rbond_cm_pdata mine = {
+		.magic = cpu_to_be32(RBOND_CTRL_MAGIC),
+		.version = RBOND_CTRL_VERSION,
+	};
+	struct rdma_conn_param param = {
+		.private_data = &mine,
+		.private_data_len = sizeof(mine),
+		.responder_resources = 0,
+		.initiator_depth = 0,
+		.rnr_retry_count = 7,
+	};
+	struct sockaddr_in *src = (struct sockaddr_in *)&id->route.addr.src_addr;
+	struct sockaddr_in *dst = (struct sockaddr_in *)&id->route.addr.dst_addr;
+	struct rbond_conn *conn;
+	int ret;
+
+	if (!pd || ev->param.conn.private_data_len < sizeof(*pd) ||
+	    be32_to_cpu(pd->magic) != RBOND_CTRL_MAGIC ||
+	    pd->version != RBOND_CTRL_VERSION ||
+	    src->sin_family != AF_INET) {
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		return 0;
+	}
+	conn = rbond_conn_alloc(false, src->sin_addr.s_addr,
+				dst->sin_addr.s_addr);
+	if (!conn)
+		goto err_reject;
+	conn->id = id;
+	id->context = conn;
+	ret = rbond_conn_setup(conn, id);
+	if (ret)
+		goto err_free;
+	mutex_lock(&rbond_conn_mutex);
+	if (rbond_ctrl_stopping) {
+		mutex_unlock(&rbond_conn_mutex);
+		goto err_free_res;
+	}
+	list_add_tail(&conn->list, &rbond_conns);
+	mutex_unlock(&rbond_conn_mutex);
+	ret = rdma_accept(id, &param);
+	if (ret) {
+		/* ESTABLISHED never comes: the id goes with the return. */
+		mutex_lock(&rbond_conn_mutex);
+		list_del_init(&conn->list);
+		mutex_unlock(&rbond_conn_mutex);
+		goto err_free_res;
+	}
+	return 0;
+
+err_free_res:
+	rbond_conn_free_res(conn, id);
+err_free:
+	id->context = NULL;
+	kfree(conn);
+	return -ENOMEM;	/* rdma_cm destroys the new id */
+err_reject:
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	return 0;
+}
+
+static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
+				 struct rdma_cm_event *ev)
+{
+	struct rbond_conn *conn = id->context;
+	struct rbond_cm_pdata mine = {
+		.magic = cpu_to_be32(RBOND_CTRL_MAGIC),
+		.version = RBOND_CTRL_VERSION,
+	};
+	struct rdma_conn_param param = {
+		.private_data = &mine,
+		.private_data_len = sizeof(mine),
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	unsigned long flags;
+	int ret;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return rbond_ctrl_accept(id, ev);
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, RBOND_CTRL_CM_TIMEOUT_MS);
+		if (ret)
+			rbond_conn_fail(conn, true);
+		return 0;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ret = rbond_conn_setup(conn, id);
+		if (!ret)
+			ret = rdma_connect_locked(id, &param);
+		if (ret)
+			rbond_conn_fail(conn, true);
+		return 0;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		spin_lock_irqsave(&conn->lock, flags);
+		if (conn->state == RBOND_CONN_CONNECTING)
+			conn->state = RBOND_CONN_UP;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		if (conn->active)
+			rbond_mrail_conn_up(conn);
+		return 0;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		/* Not a bond (no listener) or not reachable: single-rail. */
+		rbond_conn_fail(conn, conn->active);
+		return 0;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* Free everything on the device now; rdma_cm destroys the id. */
+		spin_lock_irqsave(&conn->lock, flags);
+		conn->state = RBOND_CONN_DEAD;
+		conn->id = NULL;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		rbond_conn_free_res(conn, id);
+		rbond_conn_get(conn);
+		if (!queue_work(rbond_wq, &conn->down_work))
+			rbond_conn_put(conn);
+		return 1;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		rbond_conn_fail(conn, false);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int rbond_ctrl_listen_handler(struct rdma_cm_id *id,
+				     struct rdma_cm_event *ev)
+{
+	struct rbond_listener *l = id->context;
+	bool mine = false;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		id->event_handler = rbond_ctrl_cm_handler;
+		return rbond_ctrl_accept(id, ev);
+	}
+	if (ev->event != RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return 0;
+	/* The listener's device goes away: rdma_cm destroys it on return. */
+	mutex_lock(&rbond_conn_mutex);
+	if (!list_empty(&l->list)) {
+		list_del_init(&l->list);
+		mine = true;
+	}
+	mutex_unlock(&rbond_conn_mutex);
+	if (mine)
+		kfree(l);
+	return mine ? 1 : 0;
+}
+
+/* Listen on @addr (a rail's IPv4 address) unless already listening. */
+void rbond_ctrl_listen(__be32 addr)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = addr,
+		.sin_port = htons(ctrl_port),
+	};
+	struct rbond_listener *l;
+	struct rdma_cm_id *id;
+	int ret;
+
+	if (!addr)
+		return;
+	mutex_lock(&rbond_conn_mutex);
+	if (rbond_ctrl_stopping)
+		goto out_unlock;
+	list_for_each_entry(l, &rbond_listeners, list)
+		if (l->addr == addr)
+			goto out_unlock;
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		goto out_unlock;
+	INIT_LIST_HEAD(&l->list);
+	l->addr = addr;
+	id = rdma_create_id(&init_net, rbond_ctrl_listen_handler, l,
+			    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id))
+		goto err_free;
+	ret = rdma_bind_addr(id, (struct sockaddr *)&sin);
+	if (!ret)
+		ret = rdma_listen(id, 8);
+	if (ret) {
+		pr_debug("rdma_bond: listen on %pI4:%u failed: %d\n", &addr,
+			 ctrl_port, ret);
+		rdma_destroy_id(id);
+		goto err_free;
+	}
+	l->id = id;
+	list_add_tail(&l->list, &rbond_listeners);
+	pr_debug("rdma_bond: control channel listens on %pI4:%u\n", &addr,
+		 ctrl_port);
+	goto out_unlock;
+
+err_free:
+	kfree(l);
+out_unlock:
+	mutex_unlock(&rbond_conn_mutex);
+}
+
+/*
+ * The active connection from @laddr to @raddr, referenced, or NULL when the
+ * peer is known not to answer (failed probe within RBOND_CTRL_FAIL_HOLD).
+ * Starts connecting if needed: check conn->state.
+ */
+struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
+{
+	struct sockaddr_in src = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = laddr,
+	};
+	struct sockaddr_in dst = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = raddr,
+		.sin_port = htons(ctrl_port),
+	};
+	struct rbond_conn *conn, *old = NULL;
+	struct rdma_cm_id *id;
+	int ret;
+
+	mutex_lock(&rbond_conn_mutex);
+	if (rbond_ctrl_stopping) {
+		conn = NULL;
+		goto out_unlock;
+	}
+	list_for_each_entry(conn, &rbond_conns, list) {
+		if (!conn->active || conn->laddr != laddr ||
+		    conn->raddr != raddr)
+			continue;
+		if (conn->state == RBOND_CONN_FAILED) {
+			if (time_before(jiffies, conn->fail_time +
+						 RBOND_CTRL_FAIL_HOLD)) {
+				conn = NULL;
+				goto out_unlock;
+			}
+			old = conn;	/* hold time over: probe again */
+			break;
+		}
+		if (conn->state == RBOND_CONN_DEAD)
+			continue;
+		rbond_conn_get(conn);
+		goto out_unlock;
+	}
+	if (old)
+		list_del_init(&old->list);
+
+	conn = rbond_conn_alloc(true, laddr, raddr);
+	if (!conn)
+		goto out_unlock;
+	id = rdma_create_id(&init_net, rbond_ctrl_cm_handler, conn,
+			    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id)) {
+		kfree(conn);
+		conn = NULL;
+		goto out_unlock;
+	}
+	conn->id = id;
+	list_add_tail(&conn->list, &rbond_conns);
+	rbond_conn_get(conn);		/* the caller's */
+	ret = rdma_resolve_addr(id, (struct sockaddr *)&src,
+				(struct sockaddr *)&dst,
+				RBOND_CTRL_CM_TIMEOUT_MS);
+	if (ret)
+		rbond_conn_fail(conn, true);
+out_unlock:
+	mutex_unlock(&rbond_conn_mutex);
+	rbond_conn_put(old);
+	return conn;
+}
+
+/* Call @fn for every live connection, under the connection list mutex. */
+void rbond_ctrl_for_each_conn(void (*fn)(struct rbond_conn *, void *),
+			      void *arg)
+{
+	struct rbond_conn *conn;
+
+	mutex_lock(&rbond_conn_mutex);
+	list_for_each_entry(conn, &rbond_conns, list)
+		fn(conn, arg);
+	mutex_unlock(&rbond_conn_mutex);
+}
+
+/* IPv4 address of a rail netdev (first one), or 0. */
+__be32 rbond_ndev_ipv4(struct net_device *ndev)
+{
+	const struct in_ifaddr *ifa;
+	struct in_device *in_dev;
+	__be32 addr = 0;
+
+	rcu_read_lock();
+	in_dev = __in_dev_get_rcu(ndev);
+	if (in_dev) {
+		in_dev_for_each_ifa_rcu(ifa, in_dev) {
+			addr = ifa->ifa_local;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return addr;
+}
+
+/* Does traffic from @saddr to @daddr leave through @ndev? */
+bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr)
+{
+	const struct in_ifaddr *ifa;
+	struct in_device *in_dev;
+	struct rtable *rt;
+	bool via = false;
+
+	rt = ip_route_output(&init_net, daddr, saddr, 0, 0);
+	if (!IS_ERR(rt)) {
+		via = rt->dst.dev == ndev;
+		ip_rt_put(rt);
+		if (via)
+			return true;
+	}
+	/* Fallback: the peer address is on the rail's subnet. */
+	rcu_read_lock();
+	in_dev = __in_dev_get_rcu(ndev);
+	if (in_dev) {
+		in_dev_for_each_ifa_rcu(ifa, in_dev) {
+			if (inet_ifa_match(daddr, ifa)) {
+				via = true;
+				break;
+			}
+		}
+	}
+	rcu_read_unlock();
+	return via;
+}
+
+void rbond_ctrl_exit(void)
+{
+	struct rbond_listener *l, *ltmp;
+	struct rbond_conn *conn, *tmp;
+	LIST_HEAD(listeners);
+	LIST_HEAD(conns);
+
+	mutex_lock(&rbond_conn_mutex);
+	rbond_ctrl_stopping = true;
+	list_splice_init(&rbond_listeners, &listeners);
+	list_splice_init(&rbond_conns, &conns);
+	mutex_unlock(&rbond_conn_mutex);
+
+	list_for_each_entry_safe(l, ltmp, &listeners, list) {
+		list_del_init(&l->list);
+		rdma_destroy_id(l->id);
+		kfree(l);
+	}
+	list_for_each_entry_safe(conn, tmp, &conns, list) {
+		list_del_init(&conn->list);
+		cancel_work_sync(&conn->down_work);
+		rbond_conn_teardown(conn);
+		rbond_conn_put(conn);
+	}
+	flush_workqueue(rbond_wq);
+}
