@@ -67,6 +67,7 @@ enum rbond_ordering {
 };
 
 struct rbond_dev;
+struct rbond_mqp;
 
 struct rbond_rail {
 	struct rbond_dev *bond;
@@ -124,6 +125,7 @@ struct rbond_mr {
 	struct list_head list;		/* rbond_dev.mrs */
 	struct rbond_pd *pd;
 	bool dma;
+	int access;			/* IB_ACCESS_* at registration */
 	struct ib_mr *member[RBOND_MAX_RAILS];	/* NULL for a DMA MR */
 	u32 lkey[RBOND_MAX_RAILS];
 	unsigned long rails;		/* rails with a valid member key */
@@ -171,6 +173,7 @@ struct rbond_qp {
 	enum ib_qp_state state;
 	struct ib_qp_cap cap;
 	struct ib_qp *member[RBOND_MAX_RAILS];
+	struct rbond_mqp *mrail;	/* multi-rail state, or NULL */
 
 	spinlock_t sq_post_lock;	/* posting order, member[] */
 	spinlock_t sq_lock;		/* sq ring and indices */

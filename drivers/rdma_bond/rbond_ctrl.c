@@ -17,6 +17,7 @@
 #include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <net/route.h>
+#include <rdma/ib_cm.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/ib_addr.h>
 
@@ -37,12 +38,6 @@ struct rbond_listener {
 	struct list_head list;
 	struct rdma_cm_id *id;
 	__be32 addr;
-};
-
-struct rbond_cbuf {
-	struct ib_cqe cqe;
-	struct rbond_conn *conn;
-	unsigned int idx;
 };
 
 static void rbond_conn_release(struct kref *ref);
@@ -491,9 +486,7 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 		conn->id = NULL;
 		spin_unlock_irqrestore(&conn->lock, flags);
 		rbond_conn_free_res(conn, id);
-		rbond_conn_get(conn);
-		if (!queue_work(rbond_wq, &conn->down_work))
-			rbond_conn_put(conn);
+		queue_work(rbond_wq, &conn->down_work);
 		return 1;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
@@ -649,14 +642,13 @@ out_unlock:
 }
 
 /* Call @fn for every live connection, under the connection list mutex. */
-void rbond_ctrl_for_each_conn(void (*fn)(struct rbond_conn *, void *),
-			      void *arg)
+void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it)
 {
 	struct rbond_conn *conn;
 
 	mutex_lock(&rbond_conn_mutex);
 	list_for_each_entry(conn, &rbond_conns, list)
-		fn(conn, arg);
+		it->fn(conn, it->arg);
 	mutex_unlock(&rbond_conn_mutex);
 }
 

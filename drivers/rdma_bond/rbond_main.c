@@ -8,6 +8,7 @@
 #include <rdma/ib_cache.h>
 
 #include "rbond.h"
+#include "rbond_mrail.h"
 
 MODULE_AUTHOR("rdma_bond developers");
 MODULE_DESCRIPTION("RDMA bond: one virtual RoCE device over several rails");
@@ -572,6 +573,7 @@ static void __exit rbond_exit(void)
 	/* Queued unregistrations (last rail gone) are no-ops by now. */
 	drain_workqueue(rbond_wq);
 	rbond_unregister_all();
+	rbond_mrail_exit();
 	ib_unregister_client(&rbond_client);
 	destroy_workqueue(rbond_wq);
 

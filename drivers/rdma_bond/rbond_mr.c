@@ -10,6 +10,7 @@
  * which reads it under RCU; MRs are freed after a grace period.
  */
 #include "rbond.h"
+#include "rbond_mrail.h"
 
 static void rbond_pd_free_members(struct rbond_pd *pd)
 {
@@ -197,6 +198,7 @@ struct ib_mr *rbond_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		mr->lkey[i] = mmr->lkey;
 		mr->rails |= BIT(i);
 	}
+	mr->access = access;
 	mr->ibmr.lkey = mr->member[key]->lkey;
 	mr->ibmr.rkey = mr->member[key]->rkey;
 	mr->ibmr.iova = virt_addr;
@@ -223,6 +225,13 @@ int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	mutex_lock(&bond->lock);
 	xa_erase(&mr->pd->mr_xa, mr->ibmr.lkey);
 	list_del(&mr->list);
+	mutex_unlock(&bond->lock);
+	/*
+	 * Off bond->mrs: no new alias key is handed out.  Revoke those that
+	 * were (bounded wait), before the member keys can be reused.
+	 */
+	rbond_mrail_mr_dereg(bond, mr);
+	mutex_lock(&bond->lock);
 	rbond_mr_free_members(mr);
 	mutex_unlock(&bond->lock);
 	kfree_rcu(mr, rcu);

@@ -28,6 +28,7 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 			  u8 wc_opcode);
 /* send completion of slot @e (sq_lock held): accounting, before delivery */
 void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e);
+bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e);
 /* after delivery (cq->lock and sq_lock held): post what may go now */
 void rbond_mrail_drain(struct rbond_qp *qp);
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp);

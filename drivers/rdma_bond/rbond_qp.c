@@ -19,6 +19,7 @@
 #include <rdma/restrack.h>
 
 #include "rbond.h"
+#include "rbond_mrail.h"
 
 static void rbond_qp_member_event(struct ib_event *event, void *ctx)
 {
@@ -139,6 +140,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	init->cap = mattr.cap;
 	list_add_tail(&qp->list, &bond->qps);
 	mutex_unlock(&bond->lock);
+	rbond_mrail_qp_create(qp);
 	return 0;
 
 err_destroy_member:
@@ -226,6 +228,7 @@ void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 {
 	bool home = rail == qp->home && qp->member[rail];
 
+	rbond_mrail_qp_remove_rail(qp, rail);
 	rbond_qp_destroy_member(qp, rail);
 	if (!home)
 		return;
@@ -250,6 +253,7 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	unsigned int i;
 
+	rbond_mrail_qp_destroy(qp);
 	mutex_lock(&bond->lock);
 	/* From here completions still in member CQs are dropped. */
 	xa_erase(&bond->qp_xa, qp->id);
@@ -262,6 +266,7 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	rbond_cq_clean_qp(qp->scq, qp);
 	if (qp->rcq != qp->scq)
 		rbond_cq_clean_qp(qp->rcq, qp);
+	rbond_mrail_qp_free(qp);
 	kfree(qp->sq);
 	kfree(qp->rq);
 	return 0;
@@ -312,6 +317,7 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	}
 	if (attr_mask & IB_QP_STATE)
 		qp->state = attr->qp_state;
+	rbond_mrail_qp_modified(qp, attr, attr_mask);
 out_unlock:
 	mutex_unlock(&bond->lock);
 	kfree(mattr);
@@ -472,6 +478,9 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 		return -EINVAL;
 	}
 
+	if (rbond_mrail_active(qp))
+		return rbond_mrail_post_send(qp, wr, wc_opcode);
+
 	rail = rbond_sched_pick_rail(qp, wr);
 	mqp = rail < RBOND_MAX_RAILS ? qp->member[rail] : NULL;
 	if (!mqp)
@@ -514,6 +523,8 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	e->vendor_err = 0;
 	e->flags = (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED)) ?
 		   RBOND_SWQE_SIGNALED : 0;
+	if (rbond_mrail_account_old(qp, e))
+		mwr.send.send_flags |= IB_SEND_SIGNALED;
 	spin_unlock(&qp->sq_lock);
 
 	mwr.send.wr_id = rbond_wrid(qp, false, seq);
@@ -635,6 +646,8 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 	}
 	e = &qp->sq[seq & (qp->sq_size - 1)];
 	rail = e->rail;
+	if (!(e->flags & RBOND_SWQE_DONE))
+		rbond_mrail_slot_done(qp, e);
 	e->status = mwc->status;
 	e->vendor_err = mwc->vendor_err;
 	if (mwc->status == IB_WC_SUCCESS)
@@ -646,6 +659,7 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 		struct rbond_swqe *p = &qp->sq[s & (qp->sq_size - 1)];
 
 		if (p->rail == rail && !(p->flags & RBOND_SWQE_DONE)) {
+			rbond_mrail_slot_done(qp, p);
 			p->flags |= RBOND_SWQE_DONE;
 			p->status = IB_WC_SUCCESS;
 		}
@@ -672,6 +686,7 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 		}
 		qp->sq_tail++;
 	}
+	rbond_mrail_drain(qp);
 	spin_unlock(&qp->sq_lock);
 
 	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
@@ -770,6 +785,8 @@ int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		if (rdma_nl_put_driver_u32(msg, name, qpn[i]))
 			goto err_cancel;
 	}
+	if (rbond_mrail_fill_res(msg, qp))
+		goto err_cancel;
 	nla_nest_end(msg, table);
 	return 0;
 

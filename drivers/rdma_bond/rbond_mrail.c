@@ -1,0 +1,1771 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: multi-rail.
+ *
+ * Negotiation: when a bond QP reaches RTR, its work item (rbond_wq) creates
+ * one member QP per extra rail, connects the control channel from its home
+ * rail address to the peer's primary address, and sends QP_REQ naming the
+ * peer bond QP by (connection = primary GID, dst_qpn = the dest_qp_num the
+ * application set).  The peer module answers with its own member QPNs,
+ * PSNs and rail addresses once its QP is at RTR and connected back to us
+ * (authentication by the connection).  Each side pairs each local rail
+ * with the peer rail that the routing table reaches through that rail's
+ * netdev and brings its member QPs to RTR/RTS with the application's
+ * attributes.  A side uses its extra rails only after a positive QP_RSP
+ * (the peer's members are at RTR towards ours), and switches to the
+ * multi-rail data path at an idle point of its send queue.
+ *
+ * Remote keys: a per-connection cache maps the peer's primary rkey to its
+ * per-rail rkeys, access flags and relaxed-ordering flag; a miss queues an
+ * RKEY_REQ while the WQE goes out on the home rail.  The owner remembers
+ * which connection got which key; dereg_mr sends INVAL and waits (bounded)
+ * for INVAL_ACK, which the holder sends after dropping the entry and an RCU
+ * grace period (every post that could have used it finished).  On timeout
+ * the owner forces its own extra-rail member QPs towards that peer to the
+ * error state, so the alias keys can no longer reach memory.
+ *
+ * Ordering: see rbond_mrail_decide().  Locks: mq->lock (mutex, the work) ->
+ * bond->lock -> ...; rbond_mq_mutex (registry) -> bond->lock; data-path
+ * state of the QP under qp->sq_lock.
+ */
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/hash.h>
+#include <net/ipv6.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/rdma_netlink.h>
+
+#include "rbond_ctrl.h"
+
+bool rbond_multirail;
+module_param_named(multirail, rbond_multirail, bool, 0644);
+MODULE_PARM_DESC(multirail,
+		 "Negotiate extra rails with bond peers for QPs created while set (default off)");
+
+struct rbond_mstats rbond_mstats;
+
+#define RBOND_MQ_RETRY_MS	200
+#define RBOND_MQ_MAX_TRIES	50
+#define RBOND_RKEY_MAX		1024
+#define RBOND_RKEY_RETRY	(HZ / 2)
+#define RBOND_INVAL_TIMEOUT	(2 * HZ)
+#define RBOND_RAIL_PEND		0xff
+#define RBOND_SWQE_MRAIL	BIT(7)
+#define RBOND_SWQE_CL_SHIFT	4
+#define RBOND_SWQE_CL_MASK	(3 << RBOND_SWQE_CL_SHIFT)
+
+enum rbond_class {
+	RBOND_CL_STRICT,
+	RBOND_CL_WRITE,		/* relaxed RDMA WRITE run */
+	RBOND_CL_READ,		/* relaxed RDMA READ run */
+	RBOND_NR_CLASSES
+};
+
+enum rbond_mstate {
+	RBOND_M_NONE,
+	RBOND_M_INIT,
+	RBOND_M_RTR,
+	RBOND_M_RTS,
+	RBOND_M_ERR,
+};
+
+struct rbond_member_qp {
+	struct ib_qp *qp;
+	u32 psn;
+	u8 state;		/* enum rbond_mstate */
+	s8 peer;		/* index into peer rails, -1 unpaired */
+	bool published;		/* owned by qp->member[] */
+	__be32 addr;
+};
+
+struct rbond_pend {
+	u32 seq;
+	int num_sge;
+	u64 bytes;
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_atomic_wr atomic;
+	} wr;
+	struct ib_sge sge[RBOND_MAX_SGE];
+};
+
+struct rbond_mqp {
+	struct rbond_qp *qp;
+	struct rbond_dev *bond;
+	struct hlist_node hnode;	/* rbond_mq_hash, rbond_mq_mutex */
+	bool registered;
+	struct ib_device *home_dev;
+	struct mutex lock;		/* the work's state */
+	struct delayed_work work;
+	bool dead;
+
+	spinlock_t attr_lock;		/* app attrs, inbox */
+	struct ib_qp_attr app;
+	int app_mask;
+	bool have_rtr, have_rts;
+	__be32 peer_addr;
+	u32 peer_qpn;
+	/* inbox from the control channel */
+	bool req_pending;
+	struct rbond_conn *req_conn;
+	struct rbond_msg req;
+	bool rsp_pending;
+	struct rbond_msg rsp;
+
+	/* work state (mq->lock) */
+	struct rbond_conn *conn;	/* our active connection */
+	unsigned int tries;
+	bool rsp_ok, gave_up, created;
+	bool have_peer;
+	u8 peer_nrails;
+	struct rbond_msg_rail peer_rail[RBOND_MAX_RAILS];
+	struct rbond_member_qp m[RBOND_MAX_RAILS];
+
+	/* data path (qp->sq_lock) */
+	bool want_up;
+	bool up;
+	unsigned long rails_up;
+	u32 inflight[RBOND_MAX_RAILS];
+	u64 obytes[RBOND_MAX_RAILS];
+	u64 sbytes[RBOND_MAX_RAILS];
+	u32 weight[RBOND_MAX_RAILS];
+	u32 inflight_cl[RBOND_MAX_RAILS][RBOND_NR_CLASSES];
+	u32 up_seq;
+	u32 rr;
+	struct rbond_pend *pend;
+	u32 pend_head, pend_tail, pend_size;
+};
+
+struct rbond_rkey {
+	struct hlist_node node;
+	struct rcu_head rcu;
+	u32 rkey;
+	u32 src_qpn, dst_qpn;
+	u8 state;
+	u8 tries;
+	bool relaxed;
+	u8 rail_valid;
+	u32 access;
+	unsigned long stamp;
+	u32 rail_rkey[RBOND_MAX_RAILS];
+};
+
+enum { RBOND_RK_PENDING, RBOND_RK_SENT, RBOND_RK_VALID, RBOND_RK_NEG };
+
+struct rbond_handed {
+	struct hlist_node node;
+	u32 rkey;
+	struct rbond_mr *mr;
+};
+
+struct rbond_invw {
+	struct list_head list;
+	u32 rkey;
+	bool done;
+};
+
+static DEFINE_MUTEX(rbond_mq_mutex);
+static DEFINE_HASHTABLE(rbond_mq_hash, 8);
+static DECLARE_WAIT_QUEUE_HEAD(rbond_inval_wq);
+
+static inline u64 rbond_mr_wrid(const struct rbond_qp *qp, u32 seq)
+{
+	return ((u64)qp->id << RBOND_WRID_ID_SHIFT) | seq;
+}
+
+static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
+{
+	struct rbond_mstats *s = &rbond_mstats;
+
+	return sysfs_emit(buf,
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\n",
+			  atomic64_read(&s->probes_failed),
+			  atomic64_read(&s->qp_up),
+			  atomic64_read(&s->rkey_hits),
+			  atomic64_read(&s->rkey_misses),
+			  atomic64_read(&s->rkey_invals),
+			  atomic64_read(&s->inval_timeouts),
+			  atomic64_read(&s->bad_msgs),
+			  atomic64_read(&s->striped),
+			  atomic64_read(&s->chunks),
+			  atomic64_read(&s->waits));
+}
+
+static const struct kernel_param_ops rbond_mstats_ops = {
+	.get = rbond_mstats_get,
+};
+
+module_param_cb(mrail_stats, &rbond_mstats_ops, NULL, 0444);
+MODULE_PARM_DESC(mrail_stats, "Multi-rail counters (read only)");
+
+static __be32 rbond_gid_ipv4(const u8 *gid)
+{
+	const struct in6_addr *a = (const struct in6_addr *)gid;
+
+	return ipv6_addr_v4mapped(a) ? a->s6_addr32[3] : 0;
+}
+
+/* --- registry -------------------------------------------------------------- */
+
+static struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn)
+{
+	struct rbond_mqp *mq;
+
+	lockdep_assert_held(&rbond_mq_mutex);
+	hash_for_each_possible(rbond_mq_hash, mq, hnode, qpn)
+		if (mq->registered && mq->home_dev == dev &&
+		    mq->qp->ibqp.qp_num == qpn)
+			return mq;
+	return NULL;
+}
+
+static void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay)
+{
+	mod_delayed_work(rbond_wq, &mq->work, delay);
+}
+
+/* --- QP hooks --------------------------------------------------------------- */
+
+static void rbond_mq_work(struct work_struct *work);
+
+void rbond_mrail_qp_create(struct rbond_qp *qp)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	__be32 addrs[RBOND_MAX_RAILS] = {};
+	struct rbond_mqp *mq;
+	unsigned int i, n = 0;
+
+	if (!READ_ONCE(rbond_multirail))
+		return;
+	mq = kzalloc(sizeof(*mq), GFP_KERNEL);
+	if (!mq)
+		return;		/* single-rail */
+	mq->qp = qp;
+	mq->bond = bond;
+	mutex_init(&mq->lock);
+	spin_lock_init(&mq->attr_lock);
+	INIT_DELAYED_WORK(&mq->work, rbond_mq_work);
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		mq->m[i].peer = -1;
+
+	mutex_lock(&bond->lock);
+	mq->home_dev = bond->rails[qp->home].ibdev;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (!rbond_rail_present(bond, i))
+			continue;
+		addrs[i] = rbond_ndev_ipv4(bond->rails[i].ndev);
+		n++;
+	}
+	mutex_unlock(&bond->lock);
+	if (n < 2) {
+		kfree(mq);
+		return;
+	}
+	/* Listeners first: the peer may ask as soon as it knows our QPN. */
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		rbond_ctrl_listen(addrs[i]);
+
+	qp->mrail = mq;
+	mutex_lock(&rbond_mq_mutex);
+	hash_add(rbond_mq_hash, &mq->hnode, qp->ibqp.qp_num);
+	mq->registered = true;
+	mutex_unlock(&rbond_mq_mutex);
+}
+
+/* From modify_qp (bond->lock held): remember the application's attributes. */
+void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
+			     int mask)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long flags;
+	bool kick = false;
+
+	if (!mq)
+		return;
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	if (mask & IB_QP_ACCESS_FLAGS)
+		mq->app.qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PATH_MTU)
+		mq->app.path_mtu = attr->path_mtu;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		mq->app.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		mq->app.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_TIMEOUT)
+		mq->app.timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		mq->app.retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		mq->app.rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		mq->app.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		mq->peer_qpn = attr->dest_qp_num;
+	if (mask & IB_QP_AV) {
+		mq->app.ah_attr.grh.traffic_class =
+			attr->ah_attr.grh.traffic_class;
+		if (attr->ah_attr.ah_flags & IB_AH_GRH)
+			mq->peer_addr =
+				rbond_gid_ipv4(attr->ah_attr.grh.dgid.raw);
+	}
+	mq->app_mask |= mask;
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTR) {
+		mq->have_rtr = true;
+		kick = true;
+	}
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTS) {
+		mq->have_rts = true;
+		kick = true;
+	}
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	if (kick)
+		rbond_mq_kick(mq, 0);
+}
+
+/* Before destroy: nothing of ours may touch the QP afterwards. */
+void rbond_mrail_qp_destroy(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	unsigned int i;
+
+	if (!mq)
+		return;
+	mutex_lock(&rbond_mq_mutex);
+	if (mq->registered)
+		hash_del(&mq->hnode);
+	mq->registered = false;
+	mutex_unlock(&rbond_mq_mutex);
+	cancel_delayed_work_sync(&mq->work);
+	mutex_lock(&mq->lock);
+	mq->dead = true;
+	mutex_unlock(&mq->lock);
+
+	mutex_lock(&bond->lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (mq->m[i].qp && !mq->m[i].published)
+			ib_destroy_qp(mq->m[i].qp);
+		mq->m[i].qp = NULL;
+	}
+	mutex_unlock(&bond->lock);
+}
+
+void rbond_mrail_qp_free(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	if (!mq)
+		return;
+	qp->mrail = NULL;
+	rbond_conn_put(mq->conn);
+	rbond_conn_put(mq->req_conn);
+	kvfree(mq->pend);
+	kfree(mq);
+}
+
+/* bond->lock held: @rail's member device goes away. */
+void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long flags;
+
+	if (!mq)
+		return;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	mq->rails_up &= ~BIT(rail);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (mq->m[rail].qp && !mq->m[rail].published)
+		ib_destroy_qp(mq->m[rail].qp);
+	mq->m[rail].qp = NULL;
+	mq->m[rail].state = RBOND_M_ERR;
+}
+
+bool rbond_mrail_active(const struct rbond_qp *qp)
+{
+	return qp->mrail && READ_ONCE(qp->mrail->up);
+}
+
+/* --- member QPs (work, mq->lock and bond->lock held) ------------------------ */
+
+static void rbond_member_event(struct ib_event *ev, void *ctx)
+{
+	pr_debug("rdma_bond: extra-rail member QP event %d\n", ev->event);
+}
+
+static int rbond_mq_create_members(struct rbond_mqp *mq)
+{
+	struct rbond_dev *bond = mq->bond;
+	struct rbond_qp *qp = mq->qp;
+	struct ib_qp_attr attr = {};
+	unsigned int i;
+	int n = 0;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+		struct ib_qp_init_attr init = {};
+		struct ib_qp *mqp;
+
+		if (i == qp->home || !rbond_rail_present(bond, i) ||
+		    m->qp || m->state == RBOND_M_ERR)
+			continue;
+		if (!qp->pd->member[i] || !qp->scq->member[i] ||
+		    !qp->rcq->member[i])
+			continue;
+		m->addr = rbond_ndev_ipv4(bond->rails[i].ndev);
+		if (!m->addr)
+			continue;
+		init.qp_type = IB_QPT_RC;
+		init.send_cq = qp->scq->member[i];
+		init.recv_cq = qp->rcq->member[i];
+		init.qp_context = qp;
+		init.event_handler = rbond_member_event;
+		init.sq_sig_type = IB_SIGNAL_REQ_WR;
+		init.cap.max_send_wr = qp->cap.max_send_wr;
+		init.cap.max_send_sge = qp->cap.max_send_sge;
+		init.cap.max_recv_wr = 1;
+		init.cap.max_recv_sge = 1;
+		init.port_num = bond->rails[i].port;
+		mqp = ib_create_qp(qp->pd->member[i], &init);
+		if (IS_ERR(mqp)) {
+			m->state = RBOND_M_ERR;
+			continue;
+		}
+		attr.qp_state = IB_QPS_INIT;
+		attr.pkey_index = 0;
+		attr.port_num = bond->rails[i].port;
+		attr.qp_access_flags = (mq->app_mask & IB_QP_ACCESS_FLAGS) ?
+			mq->app.qp_access_flags :
+			IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
+		if (ib_modify_qp(mqp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+				 IB_QP_PORT | IB_QP_ACCESS_FLAGS)) {
+			ib_destroy_qp(mqp);
+			m->state = RBOND_M_ERR;
+			continue;
+		}
+		m->qp = mqp;
+		m->psn = get_random_u32() & 0xffffff;
+		m->state = RBOND_M_INIT;
+		n++;
+	}
+	return n;
+}
+
+struct rbond_resolve_ctx {
+	struct completion comp;
+	int status;
+};
+
+static void rbond_resolve_cb(int status, struct sockaddr *src,
+			     struct rdma_dev_addr *addr, void *context)
+{
+	struct rbond_resolve_ctx *ctx = context;
+
+	ctx->status = status;
+	complete(&ctx->comp);
+}
+
+static int rbond_resolve_dmac(const struct ib_gid_attr *sgid_attr,
+			      __be32 saddr, __be32 daddr, u8 *dmac,
+			      int *hoplimit)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = saddr };
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = daddr };
+	struct rdma_dev_addr dev_addr = {};
+	struct rbond_resolve_ctx ctx;
+	int ret;
+
+	dev_addr.net = &init_net;
+	dev_addr.sgid_attr = sgid_attr;
+	init_completion(&ctx.comp);
+	ret = rdma_resolve_ip((struct sockaddr *)&src,
+			      (struct sockaddr *)&dst, &dev_addr, 1000,
+			      rbond_resolve_cb, true, &ctx);
+	if (ret)
+		return ret;
+	wait_for_completion(&ctx.comp);
+	if (ctx.status)
+		return ctx.status;
+	memcpy(dmac, dev_addr.dst_dev_addr, ETH_ALEN);
+	*hoplimit = dev_addr.hoplimit;
+	return 0;
+}
+
+/* Pair rail @i with a peer rail reachable through its netdev. */
+static int rbond_mq_pair(struct rbond_mqp *mq, unsigned int i)
+{
+	struct rbond_dev *bond = mq->bond;
+	unsigned long used = 0;
+	unsigned int j, k;
+
+	for (k = 0; k < RBOND_MAX_RAILS; k++)
+		if (k != i && mq->m[k].peer >= 0)
+			used |= BIT(mq->m[k].peer);
+	for (j = 1; j < mq->peer_nrails; j++) {
+		__be32 pa = rbond_gid_ipv4(mq->peer_rail[j].gid);
+
+		if (!pa || (used & BIT(j)))
+			continue;
+		if (rbond_route_via(bond->rails[i].ndev, mq->m[i].addr, pa))
+			return j;
+	}
+	return -1;
+}
+
+static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
+{
+	struct rbond_dev *bond = mq->bond;
+	struct rbond_member_qp *m = &mq->m[i];
+	const struct rbond_msg_rail *pr;
+	const struct ib_gid_attr *sgid;
+	struct ib_qp_attr attr = {};
+	struct ib_port_attr pattr;
+	union ib_gid gid;
+	int hop = 64, ret, j;
+
+	j = rbond_mq_pair(mq, i);
+	if (j < 0)
+		return -ENOENT;
+	pr = &mq->peer_rail[j];
+	ipv6_addr_set_v4mapped(m->addr, (struct in6_addr *)gid.raw);
+	sgid = rdma_find_gid_by_port(bond->rails[i].ibdev, &gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP,
+				     bond->rails[i].port, NULL);
+	if (IS_ERR(sgid))
+		return PTR_ERR(sgid);
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr.ah_attr, bond->rails[i].port);
+	attr.ah_attr.ah_flags = IB_AH_GRH;
+	memcpy(attr.ah_attr.grh.dgid.raw, pr->gid, 16);
+	attr.ah_attr.grh.sgid_attr = sgid;
+	attr.ah_attr.grh.sgid_index = sgid->index;
+	attr.ah_attr.grh.traffic_class = mq->app.ah_attr.grh.traffic_class;
+	ret = rbond_resolve_dmac(sgid, m->addr, rbond_gid_ipv4(pr->gid),
+				 attr.ah_attr.roce.dmac, &hop);
+	if (ret)
+		goto out_put;
+	attr.ah_attr.grh.hop_limit = hop;
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = mq->app.path_mtu;
+	if (!ib_query_port(bond->rails[i].ibdev, bond->rails[i].port,
+			   &pattr) && pattr.active_mtu < attr.path_mtu)
+		attr.path_mtu = pattr.active_mtu;
+	attr.dest_qp_num = be32_to_cpu(pr->qpn);
+	attr.rq_psn = be32_to_cpu(pr->psn);
+	attr.max_dest_rd_atomic = mq->app.max_dest_rd_atomic;
+	attr.min_rnr_timer = mq->app.min_rnr_timer;
+	ret = ib_modify_qp(m->qp, &attr, IB_QP_STATE | IB_QP_AV |
+			   IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (!ret) {
+		m->state = RBOND_M_RTR;
+		m->peer = j;
+		mq->weight[i] = pattr.active_speed ?
+			pattr.active_speed * ib_width_enum_to_int(pattr.active_width) : 1;
+	}
+out_put:
+	rdma_put_gid_attr(sgid);
+	return ret;
+}
+
+static int rbond_mq_rts(struct rbond_mqp *mq, unsigned int i)
+{
+	struct rbond_member_qp *m = &mq->m[i];
+	struct ib_qp_attr attr = {};
+	int ret;
+
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = m->psn;
+	attr.timeout = mq->app.timeout;
+	attr.retry_cnt = mq->app.retry_cnt;
+	attr.rnr_retry = mq->app.rnr_retry;
+	attr.max_rd_atomic = mq->app.max_rd_atomic;
+	ret = ib_modify_qp(m->qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
+			   IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			   IB_QP_MAX_QP_RD_ATOMIC);
+	if (!ret)
+		m->state = RBOND_M_RTS;
+	return ret;
+}
+
+/* Bring every member as far as the information goes (bond->lock held). */
+static void rbond_mq_advance(struct rbond_mqp *mq, bool rts)
+{
+	unsigned int i;
+
+	if (!mq->have_peer)
+		return;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		if (!m->qp)
+			continue;
+		if (m->state == RBOND_M_INIT && rbond_mq_rtr(mq, i)) {
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: rail %u stays unused (no peer rail)\n",
+				  mq->qp->ibqp.qp_num, i);
+			continue;
+		}
+		if (rts && m->state == RBOND_M_RTR && rbond_mq_rts(mq, i))
+			m->state = RBOND_M_ERR;
+	}
+}
+
+static void rbond_mq_fill_rails(struct rbond_mqp *mq, struct rbond_msg *msg,
+				bool rtr_only)
+{
+	struct rbond_dev *bond = mq->bond;
+	unsigned int i, n = 1;
+	struct rbond_msg_rail *r;
+
+	r = &msg->qp.rail[0];
+	ipv6_addr_set_v4mapped(rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev),
+			       (struct in6_addr *)r->gid);
+	r->qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+	r->index = mq->qp->home;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		if (!m->qp || m->state == RBOND_M_ERR ||
+		    (rtr_only && m->state < RBOND_M_RTR))
+			continue;
+		r = &msg->qp.rail[n++];
+		ipv6_addr_set_v4mapped(m->addr, (struct in6_addr *)r->gid);
+		r->qpn = cpu_to_be32(m->qp->qp_num);
+		r->psn = cpu_to_be32(m->psn);
+		r->index = i;
+	}
+	msg->qp.nrails = n;
+	msg->src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+}
+
+static void rbond_mq_take_peer(struct rbond_mqp *mq, const struct rbond_msg *m)
+{
+	unsigned int n = min_t(unsigned int, m->qp.nrails, RBOND_MAX_RAILS);
+
+	if (mq->have_peer || n < 2)
+		return;
+	memcpy(mq->peer_rail, m->qp.rail, sizeof(mq->peer_rail));
+	mq->peer_nrails = n;
+	mq->have_peer = true;
+}
+
+/* Switch the data path to multi-rail (mq->lock and bond->lock held). */
+static void rbond_mq_publish(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned long flags, rails = BIT(qp->home);
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (mq->m[i].qp && mq->m[i].state == RBOND_M_RTS &&
+		    !mq->m[i].published)
+			rails |= BIT(i);
+	if (rails == BIT(qp->home))
+		return;
+	if (!mq->pend) {
+		mq->pend = kvcalloc(qp->sq_size, sizeof(*mq->pend),
+				    GFP_KERNEL);
+		if (!mq->pend)
+			return;
+		mq->pend_size = qp->sq_size;
+	}
+	mq->weight[qp->home] = mq->weight[qp->home] ?: 1;
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (!mq->weight[i])
+			mq->weight[i] = mq->weight[qp->home];
+
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	spin_lock(&qp->rq_post_lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (!(rails & BIT(i)) || i == qp->home)
+			continue;
+		qp->member[i] = mq->m[i].qp;
+		mq->m[i].published = true;
+	}
+	spin_unlock(&qp->rq_post_lock);
+	spin_lock(&qp->sq_lock);
+	mq->rails_up |= rails;
+	if (!mq->want_up) {
+		mq->want_up = true;
+		mq->up_seq = qp->sq_head;
+	}
+	if (qp->sq_head == qp->sq_tail)
+		WRITE_ONCE(mq->up, true);
+	spin_unlock(&qp->sq_lock);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	atomic64_inc(&rbond_mstats.qp_up);
+	ibdev_dbg(&mq->bond->ibdev, "QP 0x%x: multi-rail up, rails 0x%lx\n",
+		  qp->ibqp.qp_num, rails);
+}
+
+static void rbond_mq_work(struct work_struct *work)
+{
+	struct rbond_mqp *mq = container_of(to_delayed_work(work),
+					    struct rbond_mqp, work);
+	struct rbond_dev *bond = mq->bond;
+	struct rbond_conn *req_conn = NULL;
+	struct rbond_msg *msg, req, rsp;
+	bool req_pending, rsp_pending, have_rtr, have_rts, ok;
+	unsigned long flags;
+	__be32 peer_addr, home_addr;
+	u32 peer_qpn;
+
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	if (!msg) {
+		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+		return;
+	}
+	mutex_lock(&mq->lock);
+	if (mq->dead)
+		goto out_unlock;
+
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	have_rtr = mq->have_rtr;
+	have_rts = mq->have_rts;
+	peer_addr = mq->peer_addr;
+	peer_qpn = mq->peer_qpn;
+	req_pending = mq->req_pending;
+	mq->req_pending = false;
+	if (req_pending) {
+		req = mq->req;
+		req_conn = mq->req_conn;
+		mq->req_conn = NULL;
+	}
+	rsp_pending = mq->rsp_pending;
+	mq->rsp_pending = false;
+	if (rsp_pending)
+		rsp = mq->rsp;
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+
+	if (!have_rtr) {
+		/* Answer later: keep the request until we reach RTR. */
+		if (req_pending) {
+			spin_lock_irqsave(&mq->attr_lock, flags);
+			if (!mq->req_pending) {
+				mq->req_pending = true;
+				mq->req = req;
+				mq->req_conn = req_conn;
+				req_conn = NULL;
+			}
+			spin_unlock_irqrestore(&mq->attr_lock, flags);
+		}
+		goto out_unlock;
+	}
+	if (mq->gave_up || !peer_addr)
+		goto answer;
+
+	mutex_lock(&bond->lock);
+	if (!mq->created) {
+		mq->created = true;
+		if (!rbond_mq_create_members(mq))
+			mq->gave_up = true;
+	}
+	if (rsp_pending && mq->conn &&
+	    be32_to_cpu(rsp.src_qpn) == peer_qpn) {
+		switch (be32_to_cpu(rsp.status)) {
+		case RBOND_ST_OK:
+			rbond_mq_take_peer(mq, &rsp);
+			mq->rsp_ok = true;
+			break;
+		case RBOND_ST_NOT_READY:
+			break;
+		default:
+			mq->gave_up = true;
+		}
+	}
+	if (req_pending && req_conn && req_conn->raddr == peer_addr &&
+	    be32_to_cpu(req.src_qpn) == peer_qpn)
+		rbond_mq_take_peer(mq, &req);
+	rbond_mq_advance(mq, have_rts);
+	if (mq->rsp_ok && have_rts && !mq->gave_up)
+		rbond_mq_publish(mq);
+	mutex_unlock(&bond->lock);
+
+	/* Our own request, until the peer said yes (or we give up). */
+	if (!mq->rsp_ok && !mq->gave_up) {
+		if (!mq->conn) {
+			home_addr = rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev);
+			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);
+			if (!mq->conn)
+				mq->gave_up = true;	/* not a bond peer */
+		}
+		if (mq->conn) {
+			enum rbond_conn_state st = READ_ONCE(mq->conn->state);
+
+			if (st == RBOND_CONN_FAILED || st == RBOND_CONN_DEAD ||
+			    ++mq->tries > RBOND_MQ_MAX_TRIES) {
+				mq->gave_up = true;
+			} else if (st == RBOND_CONN_UP) {
+				memset(msg, 0, sizeof(*msg));
+				rbond_mq_fill_rails(mq, msg, false);
+				msg->dst_qpn = cpu_to_be32(peer_qpn);
+				rbond_ctrl_send(mq->conn, msg,
+						RBOND_MSG_QP_REQ,
+						RBOND_ST_OK);
+			}
+			if (!mq->gave_up)
+				rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+		}
+		if (mq->gave_up)
+			ibdev_dbg(&bond->ibdev, "QP 0x%x stays single-rail\n",
+				  mq->qp->ibqp.qp_num);
+	}
+	if (mq->rsp_ok && !have_rts)
+		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+
+answer:
+	if (req_pending && req_conn) {
+		ok = !mq->gave_up && req_conn->raddr == peer_addr &&
+		     be32_to_cpu(req.src_qpn) == peer_qpn;
+		memset(msg, 0, sizeof(*msg));
+		if (ok) {
+			mutex_lock(&bond->lock);
+			rbond_mq_fill_rails(mq, msg, true);
+			mutex_unlock(&bond->lock);
+		} else {
+			msg->src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+		}
+		msg->dst_qpn = req.src_qpn;
+		rbond_ctrl_send(req_conn, msg, RBOND_MSG_QP_RSP,
+				ok ? (msg->qp.nrails > 1 ? RBOND_ST_OK :
+				      RBOND_ST_NOT_READY) : RBOND_ST_PERM);
+	}
+out_unlock:
+	mutex_unlock(&mq->lock);
+	rbond_conn_put(req_conn);
+	kfree(msg);
+}
+
+/* --- control messages -------------------------------------------------------- */
+
+static void rbond_handle_qp_msg(struct rbond_conn *conn,
+				const struct rbond_msg *m)
+{
+	struct rbond_conn *old = NULL;
+	struct rbond_msg rsp = {};
+	struct rbond_mqp *mq;
+	unsigned long flags;
+
+	mutex_lock(&rbond_mq_mutex);
+	mq = rbond_mq_find(conn->id ? conn->id->device : NULL,
+			   be32_to_cpu(m->dst_qpn));
+	if (!mq) {
+		mutex_unlock(&rbond_mq_mutex);
+		if (m->type == RBOND_MSG_QP_REQ) {
+			rsp.dst_qpn = m->src_qpn;
+			rsp.src_qpn = m->dst_qpn;
+			rbond_ctrl_send(conn, &rsp, RBOND_MSG_QP_RSP,
+					RBOND_ST_NOENT);
+		}
+		return;
+	}
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	if (m->type == RBOND_MSG_QP_REQ) {
+		if (!mq->req_pending) {
+			mq->req_pending = true;
+			mq->req = *m;
+			old = mq->req_conn;
+			rbond_conn_get(conn);
+			mq->req_conn = conn;
+		}
+	} else if (!mq->rsp_pending) {
+		mq->rsp_pending = true;
+		mq->rsp = *m;
+	}
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	rbond_mq_kick(mq, 0);
+	mutex_unlock(&rbond_mq_mutex);
+	rbond_conn_put(old);
+}
+
+static void rbond_handle_rkey_req(struct rbond_conn *conn,
+				  const struct rbond_msg *m)
+{
+	u32 rkey = be32_to_cpu(m->key.rkey);
+	struct rbond_msg rsp = {};
+	struct rbond_handed *h;
+	struct rbond_mqp *mq;
+	struct rbond_dev *bond;
+	struct rbond_mr *mr;
+	unsigned long flags;
+	u32 status = RBOND_ST_NOENT;
+	unsigned int i;
+
+	rsp.dst_qpn = m->src_qpn;
+	rsp.src_qpn = m->dst_qpn;
+	rsp.key.rkey = m->key.rkey;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+
+	mutex_lock(&rbond_mq_mutex);
+	mq = rbond_mq_find(conn->id ? conn->id->device : NULL,
+			   be32_to_cpu(m->dst_qpn));
+	/* Only about a QP connected to the asker, and MRs in its PD. */
+	if (!mq || !mq->have_rtr || mq->peer_addr != conn->raddr ||
+	    mq->peer_qpn != be32_to_cpu(m->src_qpn)) {
+		status = RBOND_ST_PERM;
+		goto out_unlock;
+	}
+	bond = mq->bond;
+	mutex_lock(&bond->lock);
+	list_for_each_entry(mr, &bond->mrs, list) {
+		if (mr->dma || mr->pd != mq->qp->pd || mr->ibmr.rkey != rkey)
+			continue;
+		rsp.key.access = cpu_to_be32(mr->access);
+		for (i = 0; i < RBOND_MAX_RAILS; i++) {
+			if (!mr->member[i])
+				continue;
+			rsp.key.rail_rkey[i] = cpu_to_be32(mr->member[i]->rkey);
+			rsp.key.rail_valid |= BIT(i);
+		}
+		if (!h)
+			break;	/* cannot track it: hand out nothing */
+		h->rkey = rkey;
+		h->mr = mr;
+		spin_lock_irqsave(&conn->lock, flags);
+		if (conn->nr_handed < RBOND_RKEY_MAX) {
+			hash_add(conn->handed, &h->node, rkey);
+			conn->nr_handed++;
+			h = NULL;
+			status = RBOND_ST_OK;
+		}
+		spin_unlock_irqrestore(&conn->lock, flags);
+		break;
+	}
+	mutex_unlock(&bond->lock);
+out_unlock:
+	mutex_unlock(&rbond_mq_mutex);
+	kfree(h);
+	if (status != RBOND_ST_OK)
+		rsp.key.rail_valid = 0;
+	rbond_ctrl_send(conn, &rsp, RBOND_MSG_RKEY_RSP, status);
+}
+
+static struct rbond_rkey *rbond_rkey_find(struct rbond_conn *conn, u32 rkey)
+{
+	struct rbond_rkey *e;
+
+	hash_for_each_possible_rcu(conn->rkeys, e, node, rkey)
+		if (e->rkey == rkey)
+			return e;
+	return NULL;
+}
+
+static void rbond_handle_rkey_rsp(struct rbond_conn *conn,
+				  const struct rbond_msg *m)
+{
+	u32 rkey = be32_to_cpu(m->key.rkey);
+	struct rbond_rkey *e;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	e = rbond_rkey_find(conn, rkey);
+	if (e && e->state == RBOND_RK_SENT) {
+		if (be32_to_cpu(m->status) == RBOND_ST_OK) {
+			e->access = be32_to_cpu(m->key.access);
+			e->relaxed = e->access & IB_ACCESS_RELAXED_ORDERING;
+			for (i = 0; i < RBOND_MAX_RAILS; i++)
+				e->rail_rkey[i] = be32_to_cpu(m->key.rail_rkey[i]);
+			e->rail_valid = m->key.rail_valid;
+			smp_wmb();	/* fields before state */
+			WRITE_ONCE(e->state, RBOND_RK_VALID);
+		} else {
+			WRITE_ONCE(e->state, RBOND_RK_NEG);
+		}
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+static void rbond_handle_inval(struct rbond_conn *conn,
+			       const struct rbond_msg *m)
+{
+	u32 rkey = be32_to_cpu(m->key.rkey);
+	struct rbond_msg ack = {};
+	struct rbond_rkey *e;
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	e = rbond_rkey_find(conn, rkey);
+	if (e) {
+		hash_del_rcu(&e->node);
+		conn->nr_rkeys--;
+		kfree_rcu(e, rcu);
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+	atomic64_inc(&rbond_mstats.rkey_invals);
+	/* Every post that could have read the entry has finished. */
+	synchronize_rcu();
+	ack.key.rkey = m->key.rkey;
+	rbond_ctrl_send(conn, &ack, RBOND_MSG_INVAL_ACK, RBOND_ST_OK);
+}
+
+static void rbond_handle_inval_ack(struct rbond_conn *conn,
+				   const struct rbond_msg *m)
+{
+	u32 rkey = be32_to_cpu(m->key.rkey);
+	struct rbond_invw *w;
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	list_for_each_entry(w, &conn->invals, list)
+		if (w->rkey == rkey)
+			w->done = true;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	wake_up_all(&rbond_inval_wq);
+}
+
+void rbond_mrail_handle_msg(struct rbond_conn *conn, const struct rbond_msg *m)
+{
+	switch (m->type) {
+	case RBOND_MSG_QP_REQ:
+	case RBOND_MSG_QP_RSP:
+		rbond_handle_qp_msg(conn, m);
+		break;
+	case RBOND_MSG_RKEY_REQ:
+		rbond_handle_rkey_req(conn, m);
+		break;
+	case RBOND_MSG_RKEY_RSP:
+		rbond_handle_rkey_rsp(conn, m);
+		break;
+	case RBOND_MSG_INVAL:
+		rbond_handle_inval(conn, m);
+		break;
+	case RBOND_MSG_INVAL_ACK:
+		rbond_handle_inval_ack(conn, m);
+		break;
+	default:
+		atomic64_inc(&rbond_mstats.bad_msgs);
+	}
+}
+
+void rbond_mrail_conn_up(struct rbond_conn *conn)
+{
+	struct rbond_mqp *mq;
+	unsigned int bkt;
+
+	mutex_lock(&rbond_mq_mutex);
+	hash_for_each(rbond_mq_hash, bkt, mq, hnode)
+		if (mq->conn == conn)
+			rbond_mq_kick(mq, 0);
+	mutex_unlock(&rbond_mq_mutex);
+}
+
+void rbond_mrail_conn_down(struct rbond_conn *conn)
+{
+	rbond_inval_wake();
+}
+
+void rbond_inval_wake(void)
+{
+	wake_up_all(&rbond_inval_wq);
+}
+
+/* --- remote keys ------------------------------------------------------------- */
+
+void rbond_rkey_fetch_work(struct work_struct *work)
+{
+	struct rbond_conn *conn = container_of(work, struct rbond_conn,
+					       rkey_work);
+	struct rbond_msg msg;
+	struct rbond_rkey *e;
+	unsigned long flags;
+	unsigned int bkt;
+	u32 todo[16][3];
+	int n, i;
+
+	do {
+		n = 0;
+		spin_lock_irqsave(&conn->lock, flags);
+		hash_for_each(conn->rkeys, bkt, e, node) {
+			if (e->state == RBOND_RK_SENT &&
+			    time_after(jiffies, e->stamp + RBOND_RKEY_RETRY)) {
+				if (++e->tries > 3)
+					e->state = RBOND_RK_NEG;
+				else
+					e->state = RBOND_RK_PENDING;
+			}
+			if (e->state != RBOND_RK_PENDING || n == 16)
+				continue;
+			e->state = RBOND_RK_SENT;
+			e->stamp = jiffies;
+			todo[n][0] = e->rkey;
+			todo[n][1] = e->src_qpn;
+			todo[n][2] = e->dst_qpn;
+			n++;
+		}
+		spin_unlock_irqrestore(&conn->lock, flags);
+		for (i = 0; i < n; i++) {
+			memset(&msg, 0, sizeof(msg));
+			msg.key.rkey = cpu_to_be32(todo[i][0]);
+			msg.src_qpn = cpu_to_be32(todo[i][1]);
+			msg.dst_qpn = cpu_to_be32(todo[i][2]);
+			rbond_ctrl_send(conn, &msg, RBOND_MSG_RKEY_REQ,
+					RBOND_ST_OK);
+		}
+	} while (n == 16);
+}
+
+void rbond_rkey_flush(struct rbond_conn *conn)
+{
+	struct rbond_handed *h;
+	struct hlist_node *tmp;
+	struct rbond_rkey *e;
+	unsigned int bkt;
+
+	hash_for_each_safe(conn->rkeys, bkt, tmp, e, node) {
+		hash_del(&e->node);
+		kfree(e);
+	}
+	hash_for_each_safe(conn->handed, bkt, tmp, h, node) {
+		hash_del(&h->node);
+		kfree(h);
+	}
+}
+
+/* Data path (RCU, any context): translation of @rkey, or NULL (miss). */
+static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey)
+{
+	struct rbond_conn *conn = mq->conn;
+	struct rbond_rkey *e;
+	unsigned long flags;
+
+	if (!conn)
+		return NULL;
+	e = rbond_rkey_find(conn, rkey);
+	if (e && READ_ONCE(e->state) == RBOND_RK_VALID) {
+		smp_rmb();	/* pairs with smp_wmb() in rkey_rsp */
+		atomic64_inc(&rbond_mstats.rkey_hits);
+		return e;
+	}
+	if (e)
+		return NULL;
+	atomic64_inc(&rbond_mstats.rkey_misses);
+	e = kzalloc(sizeof(*e), GFP_ATOMIC);
+	if (!e)
+		return NULL;
+	e->rkey = rkey;
+	e->src_qpn = mq->qp->ibqp.qp_num;
+	e->dst_qpn = mq->peer_qpn;
+	e->state = RBOND_RK_PENDING;
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->nr_rkeys >= RBOND_RKEY_MAX || rbond_rkey_find(conn, rkey)) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		kfree(e);
+		return NULL;
+	}
+	hash_add_rcu(conn->rkeys, &e->node, rkey);
+	conn->nr_rkeys++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	queue_work(rbond_wq, &conn->rkey_work);
+	return NULL;
+}
+
+struct rbond_inval_arg {
+	struct rbond_dev *bond;
+	struct rbond_mr *mr;
+	struct list_head waits;
+};
+
+struct rbond_invw_conn {
+	struct rbond_invw w;
+	struct rbond_conn *conn;
+	struct list_head link;
+};
+
+static void rbond_inval_one(struct rbond_conn *conn, void *arg)
+{
+	struct rbond_inval_arg *a = arg;
+	struct rbond_invw_conn *wc;
+	struct rbond_handed *h;
+	struct hlist_node *tmp;
+	unsigned long flags;
+	bool found = false;
+
+	wc = kzalloc(sizeof(*wc), GFP_KERNEL);
+	spin_lock_irqsave(&conn->lock, flags);
+	hash_for_each_possible_safe(conn->handed, h, tmp, node,
+				    a->mr->ibmr.rkey) {
+		if (h->mr != a->mr)
+			continue;
+		hash_del(&h->node);
+		conn->nr_handed--;
+		kfree(h);
+		found = true;
+	}
+	if (found && wc) {
+		wc->w.rkey = a->mr->ibmr.rkey;
+		list_add_tail(&wc->w.list, &conn->invals);
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (!found || !wc) {
+		if (found)	/* cannot wait for it: force */
+			atomic64_inc(&rbond_mstats.inval_timeouts);
+		kfree(wc);
+		return;
+	}
+	rbond_conn_get(conn);
+	wc->conn = conn;
+	list_add_tail(&wc->link, &a->waits);
+}
+
+static bool rbond_inval_all_done(struct list_head *waits)
+{
+	struct rbond_invw_conn *wc;
+
+	list_for_each_entry(wc, waits, link)
+		if (!READ_ONCE(wc->w.done) &&
+		    READ_ONCE(wc->conn->state) == RBOND_CONN_UP)
+			return false;
+	return true;
+}
+
+/* Force our extra-rail members towards @conn's peer to the error state. */
+static void rbond_force_error(struct rbond_dev *bond, struct rbond_conn *conn)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rbond_mqp *mq;
+	unsigned int bkt, i;
+
+	mutex_lock(&rbond_mq_mutex);
+	mutex_lock(&bond->lock);
+	hash_for_each(rbond_mq_hash, bkt, mq, hnode) {
+		if (mq->bond != bond || mq->peer_addr != conn->raddr)
+			continue;
+		for (i = 0; i < RBOND_MAX_RAILS; i++) {
+			struct ib_qp *mqp = mq->m[i].published ?
+				mq->qp->member[i] : mq->m[i].qp;
+
+			if (i != mq->qp->home && mqp)
+				ib_modify_qp(mqp, &attr, IB_QP_STATE);
+		}
+	}
+	mutex_unlock(&bond->lock);
+	mutex_unlock(&rbond_mq_mutex);
+}
+
+/*
+ * dereg_mr, before the member MRs go (the MR is off bond->mrs already, so
+ * no new translation can be handed out): revoke every alias handed out.
+ */
+void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr)
+{
+	struct rbond_inval_arg a = { .bond = bond, .mr = mr };
+	struct rbond_conn_iter it = { .fn = rbond_inval_one, .arg = &a };
+	struct rbond_invw_conn *wc, *tmp;
+	struct rbond_msg msg;
+	unsigned long flags;
+
+	if (mr->dma)
+		return;
+	INIT_LIST_HEAD(&a.waits);
+	rbond_ctrl_walk_conns(&it);
+	if (list_empty(&a.waits))
+		return;
+	list_for_each_entry(wc, &a.waits, link) {
+		memset(&msg, 0, sizeof(msg));
+		msg.key.rkey = cpu_to_be32(mr->ibmr.rkey);
+		if (rbond_ctrl_send(wc->conn, &msg, RBOND_MSG_INVAL,
+				    RBOND_ST_OK))
+			wc->w.done = false;
+	}
+	wait_event_timeout(rbond_inval_wq, rbond_inval_all_done(&a.waits),
+			   RBOND_INVAL_TIMEOUT);
+	list_for_each_entry_safe(wc, tmp, &a.waits, link) {
+		spin_lock_irqsave(&wc->conn->lock, flags);
+		list_del(&wc->w.list);
+		spin_unlock_irqrestore(&wc->conn->lock, flags);
+		if (!wc->w.done) {
+			atomic64_inc(&rbond_mstats.inval_timeouts);
+			rbond_force_error(bond, wc->conn);
+		}
+		rbond_conn_put(wc->conn);
+		kfree(wc);
+	}
+}
+
+/* --- data path ----------------------------------------------------------------- */
+
+/* Rails @e's translation allows for this peer (bit per local rail). */
+static unsigned long rbond_rkey_rails(struct rbond_mqp *mq,
+				      const struct rbond_rkey *e, u32 need)
+{
+	unsigned long rails = BIT(mq->qp->home);
+	unsigned int i;
+
+	if ((e->access & need) != need)
+		return rails;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		int pr = mq->m[i].peer;
+		unsigned int pidx;
+
+		if (!(mq->rails_up & BIT(i)) || pr < 0)
+			continue;
+		pidx = mq->peer_rail[pr].index;
+		if (pidx < RBOND_MAX_RAILS && (e->rail_valid & BIT(pidx)))
+			rails |= BIT(i);
+	}
+	return rails;
+}
+
+/*
+ * Class of a WQE and the rails it may use; *rkeys gets the per-rail rkey.
+ * RCU read side (the caller holds a spinlock).
+ */
+static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
+			 unsigned long *allowed, u32 *rkeys, bool *have_keys)
+{
+	struct rbond_dev *bond = mq->bond;
+	enum rbond_ordering ord = READ_ONCE(bond->ordering);
+	const struct rbond_rkey *e;
+	unsigned int i;
+	u8 cl;
+	u32 need;
+
+	*allowed = BIT(mq->qp->home);
+	*have_keys = false;
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+		cl = RBOND_CL_WRITE;
+		need = IB_ACCESS_REMOTE_WRITE;
+		break;
+	case IB_WR_RDMA_READ:
+		cl = RBOND_CL_READ;
+		need = IB_ACCESS_REMOTE_READ;
+		break;
+	default:
+		/* SEND*, WRITE_WITH_IMM (receives are on home), atomics. */
+		return RBOND_CL_STRICT;
+	}
+	if ((wr->send_flags & IB_SEND_FENCE) ||
+	    ((wr->send_flags & IB_SEND_INLINE) && !mq->qp->user))
+		return RBOND_CL_STRICT;
+	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey);
+	if (!e)
+		return RBOND_CL_STRICT;
+	*allowed = rbond_rkey_rails(mq, e, need);
+	*have_keys = true;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		int pr = mq->m[i].peer;
+
+		rkeys[i] = rdma_wr(wr)->rkey;
+		if (i != mq->qp->home && pr >= 0 &&
+		    mq->peer_rail[pr].index < RBOND_MAX_RAILS)
+			rkeys[i] = e->rail_rkey[mq->peer_rail[pr].index];
+	}
+	if (ord == RBOND_ORDER_STRICT ||
+	    (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed))
+		return RBOND_CL_STRICT;
+	return cl;
+}
+
+/* The scheduler: one rail of @allowed by the device's policy. */
+static unsigned int rbond_pick(struct rbond_mqp *mq, unsigned long allowed)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned int i, best = qp->home, n = 0, k;
+	u64 best_cost = U64_MAX;
+
+	allowed &= mq->rails_up;
+	if (!allowed || allowed == BIT(qp->home))
+		return qp->home;
+	switch (READ_ONCE(mq->bond->policy)) {
+	case RBOND_POLICY_ACTIVE_BACKUP:
+		return qp->home;
+	case RBOND_POLICY_QP_HASH:
+		k = hash_32(qp->ibqp.qp_num, 8) % hweight_long(allowed);
+		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS)
+			if (n++ == k)
+				return i;
+		return qp->home;
+	case RBOND_POLICY_ROUND_ROBIN:
+		for (k = 1; k <= RBOND_MAX_RAILS; k++) {
+			i = (mq->rr + k) % RBOND_MAX_RAILS;
+			if (allowed & BIT(i)) {
+				mq->rr = i;
+				return i;
+			}
+		}
+		return qp->home;
+	case RBOND_POLICY_WEIGHTED:
+		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
+			u64 c = div_u64(mq->sbytes[i] << 4, mq->weight[i] ?: 1);
+
+			if (c < best_cost) {
+				best_cost = c;
+				best = i;
+			}
+		}
+		return best;
+	default:	/* adaptive: least outstanding bytes per unit of speed */
+		for (k = 1; k <= RBOND_MAX_RAILS; k++) {
+			u64 c;
+
+			i = (mq->rr + k) % RBOND_MAX_RAILS;
+			if (!(allowed & BIT(i)))
+				continue;
+			c = div_u64(mq->obytes[i] << 4, mq->weight[i] ?: 1);
+			if (c < best_cost) {
+				best_cost = c;
+				best = i;
+			}
+		}
+		mq->rr = best;
+		return best;
+	}
+}
+
+/*
+ * Ordering (design 5): the rails a WQE of class @cl may go on now (0: it
+ * waits for completions).  A strict WQE may use rail r only when no other
+ * rail has WQEs in flight (RC order on r covers the rest); a relaxed WRITE
+ * (READ) may use rail r when everything in flight on the other rails
+ * belongs to the same relaxed class.  With nothing in flight a strict WQE
+ * may use any rail it is allowed (flowlet switching).  qp->sq_lock held.
+ */
+static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl,
+				  unsigned long allowed)
+{
+	unsigned long ok = 0, busy_other;
+	unsigned int r, s;
+
+	allowed &= mq->rails_up | BIT(mq->qp->home);
+	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS) {
+		busy_other = 0;
+		for (s = 0; s < RBOND_MAX_RAILS; s++) {
+			if (s == r)
+				continue;
+			if (cl == RBOND_CL_STRICT ? mq->inflight[s] :
+			    mq->inflight[s] != mq->inflight_cl[s][cl])
+				busy_other = 1;
+		}
+		if (!busy_other)
+			ok |= BIT(r);
+	}
+	return ok;
+}
+
+/* Translate the local sges of @p for @rail from byte @off, @len bytes. */
+static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
+			  const struct ib_sge *in, int num, u64 off, u64 len,
+			  struct ib_sge *out, bool verbatim)
+{
+	int i, n = 0;
+
+	for (i = 0; i < num && len; i++) {
+		struct rbond_mr *mr;
+		u64 l = in[i].length;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		out[n] = in[i];
+		out[n].addr += off;
+		out[n].length = min_t(u64, l - off, len);
+		len -= out[n].length;
+		off = 0;
+		if (!verbatim) {
+			mr = rbond_mr_lookup(qp->pd, in[i].lkey);
+			if (!mr || !(READ_ONCE(mr->rails) & BIT(rail)))
+				return -EINVAL;
+			out[n].lkey = mr->lkey[rail];
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Post slot @seq (range @off/@len of @p) on @rail.  sq_lock held. */
+static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
+			   u32 seq, unsigned int rail, u64 off, u64 len,
+			   const u32 *rkeys, u8 cl)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_dev *bond = mq->bond;
+	struct ib_sge sge[RBOND_MAX_SGE];
+	const struct ib_send_wr *bad;
+	struct rbond_swqe *e;
+	struct ib_qp *mqp = qp->member[rail];
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_atomic_wr atomic;
+	} mwr;
+	bool verbatim = (p->wr.send.send_flags & IB_SEND_INLINE) && !qp->user;
+	int n, ret;
+
+	if (!mqp)
+		return -EINVAL;
+	memcpy(&mwr, &p->wr, sizeof(mwr));
+	rcu_read_lock();
+	n = rbond_sub_sges(qp, rail, p->sge, p->num_sge, off, len, sge,
+			   verbatim);
+	rcu_read_unlock();
+	if (n < 0)
+		return n;
+	mwr.send.sg_list = sge;
+	mwr.send.num_sge = n;
+	mwr.send.next = NULL;
+	if (!verbatim)
+		mwr.send.send_flags &= ~IB_SEND_INLINE;
+	/* Every member WQE signaled: the shadow queue needs each completion. */
+	mwr.send.send_flags |= IB_SEND_SIGNALED;
+	mwr.send.wr_id = rbond_mr_wrid(qp, seq);
+	if (p->wr.send.opcode == IB_WR_RDMA_WRITE ||
+	    p->wr.send.opcode == IB_WR_RDMA_READ) {
+		mwr.rdma.remote_addr += off;
+		if (rkeys)
+			mwr.rdma.rkey = rkeys[rail];
+	}
+	ret = ib_post_send(mqp, &mwr.send, &bad);
+	if (ret)
+		return ret;
+	e = &qp->sq[seq & (qp->sq_size - 1)];
+	e->rail = rail;
+	e->byte_len = len;
+	e->flags |= RBOND_SWQE_MRAIL | (cl << RBOND_SWQE_CL_SHIFT);
+	mq->inflight[rail]++;
+	mq->inflight_cl[rail][cl]++;
+	mq->obytes[rail] += len;
+	mq->sbytes[rail] += len;
+	rbond_stat_add(bond, rail, RBOND_STAT_TX_WQES, 1);
+	rbond_stat_add(bond, rail, RBOND_STAT_TX_BYTES, len);
+	if (rail != qp->home)
+		atomic64_inc(&rbond_mstats.striped);
+	return 0;
+}
+
+static u32 rbond_alloc_slot(struct rbond_qp *qp, const struct ib_send_wr *wr,
+			    u8 wc_opcode, u64 bytes, bool app_visible)
+{
+	u32 seq = qp->sq_head++;
+	struct rbond_swqe *e = &qp->sq[seq & (qp->sq_size - 1)];
+
+	e->wr_id = wr->wr_id;
+	e->opcode = wc_opcode;
+	e->rail = RBOND_RAIL_PEND;
+	e->status = IB_WC_SUCCESS;
+	e->byte_len = bytes;
+	e->vendor_err = 0;
+	e->flags = app_visible && (qp->sig_all ||
+				   (wr->send_flags & IB_SEND_SIGNALED)) ?
+		   RBOND_SWQE_SIGNALED : 0;
+	return seq;
+}
+
+int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
+			  u8 wc_opcode)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct rbond_dev *bond = mq->bond;
+	u32 rkeys[RBOND_MAX_RAILS];
+	unsigned long allowed, ok;
+	struct rbond_pend pl, *p = &pl;
+	u64 bytes = 0, thr, off, len;
+	unsigned int nchunks = 1, k, rail;
+	bool have_keys;
+	u32 seq, free;
+	int i, ret = 0;
+	u8 cl;
+
+	if (!qp->member[qp->home])
+		return -EINVAL;
+	if (wr->num_sge > RBOND_MAX_SGE)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		bytes += wr->sg_list[i].length;
+	if ((wr->send_flags & IB_SEND_INLINE) && !qp->user &&
+	    bytes > qp->cap.max_inline_data)
+		return -EINVAL;
+	/* Validate the lkeys now: errors are synchronous as before. */
+	if (!((wr->send_flags & IB_SEND_INLINE) && !qp->user)) {
+		rcu_read_lock();
+		for (i = 0; i < wr->num_sge; i++) {
+			if (!rbond_mr_lookup(qp->pd, wr->sg_list[i].lkey)) {
+				rcu_read_unlock();
+				ibdev_dbg(&bond->ibdev, "QP 0x%x: bad lkey 0x%x\n",
+					  qp->ibqp.qp_num, wr->sg_list[i].lkey);
+				return -EINVAL;
+			}
+		}
+		rcu_read_unlock();
+	}
+
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		pl.wr.rdma = *rdma_wr(wr);
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		pl.wr.atomic = *atomic_wr(wr);
+		break;
+	default:
+		pl.wr.send = *wr;
+	}
+	memcpy(pl.sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+	pl.num_sge = wr->num_sge;
+	pl.bytes = bytes;
+
+	rcu_read_lock();
+	cl = rbond_classify(mq, wr, &allowed, rkeys, &have_keys);
+	rcu_read_unlock();
+
+	spin_lock(&qp->sq_lock);
+	free = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
+	if (!free) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	ok = mq->pend_head == mq->pend_tail ? rbond_decide(mq, cl, allowed) : 0;
+	if (!ok) {
+		/* Ordering point: wait for completions on other rails. */
+		seq = rbond_alloc_slot(qp, wr, wc_opcode, bytes, true);
+		pl.seq = seq;
+		mq->pend[mq->pend_head++ & (mq->pend_size - 1)] = pl;
+		atomic64_inc(&rbond_mstats.waits);
+		goto out_unlock;
+	}
+	thr = READ_ONCE(bond->stripe_threshold);
+	if (cl != RBOND_CL_STRICT && thr && bytes > thr &&
+	    hweight_long(ok) > 1 &&
+	    READ_ONCE(bond->policy) != RBOND_POLICY_ACTIVE_BACKUP &&
+	    READ_ONCE(bond->policy) != RBOND_POLICY_QP_HASH) {
+		nchunks = min_t(u64, DIV_ROUND_UP_ULL(bytes, thr),
+				hweight_long(ok) * 2);
+		nchunks = min(nchunks, free);
+	}
+	len = DIV_ROUND_UP_ULL(bytes, nchunks);
+	for (k = 0, off = 0; k < nchunks; k++, off += len) {
+		u64 l = min(len, bytes - off);
+
+		rail = rbond_pick(mq, ok);
+		seq = rbond_alloc_slot(qp, wr, wc_opcode, l,
+				       k == nchunks - 1);
+		ret = rbond_post_slot(mq, p, seq, rail, off, l,
+				      have_keys ? rkeys : NULL, cl);
+		if (ret) {
+			qp->sq_head--;
+			if (!k)
+				goto out_unlock;
+			/* Later chunk: report it as an error completion. */
+			seq = rbond_alloc_slot(qp, wr, wc_opcode, 0, true);
+			qp->sq[seq & (qp->sq_size - 1)].status =
+				IB_WC_LOC_QP_OP_ERR;
+			qp->sq[seq & (qp->sq_size - 1)].flags |=
+				RBOND_SWQE_DONE | RBOND_SWQE_SIGNALED;
+			ret = 0;
+			break;
+		}
+	}
+	if (nchunks > 1)
+		atomic64_add(nchunks, &rbond_mstats.chunks);
+out_unlock:
+	spin_unlock(&qp->sq_lock);
+	return ret;
+}
+
+/*
+ * Old (home-only) path after publish, before the switch (sq_lock held):
+ * account the slot and have its member WQE signaled.
+ */
+bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	if (!mq || !mq->want_up)
+		return false;
+	e->flags |= RBOND_SWQE_MRAIL | (RBOND_CL_STRICT << RBOND_SWQE_CL_SHIFT);
+	mq->inflight[e->rail]++;
+	mq->inflight_cl[e->rail][RBOND_CL_STRICT]++;
+	mq->obytes[e->rail] += e->byte_len;
+	return true;
+}
+
+/* A slot completed (sq_lock held), before its byte_len is overwritten. */
+void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	u8 cl;
+
+	if (!mq || !(e->flags & RBOND_SWQE_MRAIL) ||
+	    e->rail >= RBOND_MAX_RAILS)
+		return;
+	cl = (e->flags & RBOND_SWQE_CL_MASK) >> RBOND_SWQE_CL_SHIFT;
+	e->flags &= ~(RBOND_SWQE_MRAIL | RBOND_SWQE_CL_MASK);
+	if (!WARN_ON_ONCE(!mq->inflight[e->rail]))
+		mq->inflight[e->rail]--;
+	if (cl < RBOND_NR_CLASSES && mq->inflight_cl[e->rail][cl])
+		mq->inflight_cl[e->rail][cl]--;
+	mq->obytes[e->rail] -= min_t(u64, e->byte_len, mq->obytes[e->rail]);
+}
+
+/* Completion path (cq->lock and sq_lock held): post what may go now. */
+void rbond_mrail_drain(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	u32 rkeys[RBOND_MAX_RAILS];
+	unsigned long allowed, ok;
+	struct rbond_pend *p;
+	struct rbond_swqe *e;
+	bool have_keys;
+	u8 cl;
+
+	if (!mq)
+		return;
+	if (mq->want_up && !mq->up && (s32)(qp->sq_tail - mq->up_seq) >= 0)
+		WRITE_ONCE(mq->up, true);
+	while (mq->pend_tail != mq->pend_head) {
+		p = &mq->pend[mq->pend_tail & (mq->pend_size - 1)];
+		rcu_read_lock();
+		cl = rbond_classify(mq, &p->wr.send, &allowed, rkeys,
+				    &have_keys);
+		rcu_read_unlock();
+		ok = rbond_decide(mq, cl, allowed);
+		if (!ok)
+			break;
+		mq->pend_tail++;
+		if (rbond_post_slot(mq, p, p->seq, rbond_pick(mq, ok), 0,
+				    p->bytes, have_keys ? rkeys : NULL, cl)) {
+			e = &qp->sq[p->seq & (qp->sq_size - 1)];
+			e->status = IB_WC_LOC_QP_OP_ERR;
+			e->flags |= RBOND_SWQE_DONE | RBOND_SWQE_SIGNALED;
+		}
+	}
+}
+
+int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long flags, rails;
+	bool up;
+
+	if (!mq)
+		return 0;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	up = mq->up;
+	rails = mq->rails_up;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (rdma_nl_put_driver_string(msg, "multirail",
+				      up ? "up" : mq->gave_up ? "single" :
+				      "negotiating") ||
+	    rdma_nl_put_driver_u32_hex(msg, "rails_up", rails))
+		return -EMSGSIZE;
+	return 0;
+}
+
+int rbond_mrail_init(void)
+{
+	return 0;
+}
+
+void rbond_mrail_exit(void)
+{
+	rbond_ctrl_exit();
+}
