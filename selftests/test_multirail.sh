@@ -61,8 +61,8 @@ bw() {	# bw SERVER CLIENT LABEL: prints MB/s
 rm -f /tmp/mr_res
 bw rxe_b0 rxe_a0 one-rail
 bw rbond1 rbond0 bond
-read -r _ rc1 one o0 o1 < <(grep '^one-rail' /tmp/mr_res)
-read -r _ rc2 two t0 t1 < <(grep '^bond' /tmp/mr_res)
+set -- $(grep '^one-rail' /tmp/mr_res); rc1=$2; one=$3
+set -- $(grep '^bond' /tmp/mr_res); rc2=$2; two=$3; t0=$4; t1=$5
 [ "$rc1" = 0 ] && [ "$rc2" = 0 ]
 log_test $? "ib_write_bw one rail and bond completed"
 ratio=$(echo "scale=2; ${two:-0} / ${one:-1}" | bc)

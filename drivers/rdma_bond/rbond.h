@@ -172,6 +172,7 @@ struct rbond_qp {
 	bool dead;			/* home rail lost */
 	enum ib_qp_state state;
 	struct ib_qp_cap cap;
+	u32 slot_cap;			/* shadow slots usable (>= cap) */
 	struct ib_qp *member[RBOND_MAX_RAILS];
 	struct rbond_mqp *mrail;	/* multi-rail state, or NULL */
 

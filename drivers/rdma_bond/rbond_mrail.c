@@ -423,7 +423,7 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		init.qp_context = qp;
 		init.event_handler = rbond_member_event;
 		init.sq_sig_type = IB_SIGNAL_REQ_WR;
-		init.cap.max_send_wr = qp->cap.max_send_wr;
+		init.cap.max_send_wr = qp->slot_cap;
 		init.cap.max_send_sge = qp->cap.max_send_sge;
 		init.cap.max_recv_wr = 1;
 		init.cap.max_recv_sge = 1;
@@ -975,6 +975,7 @@ static void rbond_handle_rkey_rsp(struct rbond_conn *conn,
 			smp_wmb();	/* fields before state */
 			WRITE_ONCE(e->state, RBOND_RK_VALID);
 		} else {
+			e->stamp = jiffies;
 			WRITE_ONCE(e->state, RBOND_RK_NEG);
 		}
 	}
@@ -1082,12 +1083,12 @@ void rbond_rkey_fetch_work(struct work_struct *work)
 		n = 0;
 		spin_lock_irqsave(&conn->lock, flags);
 		hash_for_each(conn->rkeys, bkt, e, node) {
-			if (e->state == RBOND_RK_SENT &&
-			    time_after(jiffies, e->stamp + RBOND_RKEY_RETRY)) {
-				if (++e->tries > 3)
-					e->state = RBOND_RK_NEG;
-				else
-					e->state = RBOND_RK_PENDING;
+			if ((e->state == RBOND_RK_SENT ||
+			     e->state == RBOND_RK_NEG) &&
+			    time_after(jiffies, e->stamp + RBOND_RKEY_RETRY) &&
+			    e->tries < 8) {
+				e->tries++;
+				e->state = RBOND_RK_PENDING;
 			}
 			if (e->state != RBOND_RK_PENDING || n == 16)
 				continue;
@@ -1142,8 +1143,13 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey)
 		atomic64_inc(&rbond_mstats.rkey_hits);
 		return e;
 	}
-	if (e)
+	if (e) {
+		/* Lost request or stale negative answer: ask again later. */
+		if (time_after(jiffies, READ_ONCE(e->stamp) + RBOND_RKEY_RETRY) &&
+		    READ_ONCE(e->state) != RBOND_RK_PENDING)
+			queue_work(rbond_wq, &conn->rkey_work);
 		return NULL;
+	}
 	atomic64_inc(&rbond_mstats.rkey_misses);
 	e = kzalloc(sizeof(*e), GFP_ATOMIC);
 	if (!e)
@@ -1618,7 +1624,7 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	rcu_read_unlock();
 
 	spin_lock(&qp->sq_lock);
-	free = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
+	free = qp->slot_cap - (qp->sq_head - qp->sq_tail);
 	if (!free) {
 		ret = -ENOMEM;
 		goto out_unlock;
@@ -1639,7 +1645,9 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	    READ_ONCE(bond->policy) != RBOND_POLICY_QP_HASH) {
 		nchunks = min_t(u64, DIV_ROUND_UP_ULL(bytes, thr),
 				hweight_long(ok) * 2);
-		nchunks = min(nchunks, free);
+		/* keep room for a full queue of application WQEs */
+		nchunks = free > qp->cap.max_send_wr ?
+			  min(nchunks, free - qp->cap.max_send_wr) : 1;
 	}
 	len = DIV_ROUND_UP_ULL(bytes, nchunks);
 	for (k = 0, off = 0; k < nchunks; k++, off += len) {

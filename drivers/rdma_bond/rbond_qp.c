@@ -72,6 +72,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rbond_cq *scq, *rcq;
 	struct ib_qp *mqp;
 	unsigned int home;
+	bool mrail;
 	int ret;
 
 	ret = rbond_qp_check_init(bond, init);
@@ -112,6 +113,11 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mattr.qp_context = qp;
 	mattr.event_handler = rbond_qp_member_event;
 	mattr.port_num = bond->rails[home].port;
+	/* Multi-rail: room for chunks of split WQEs next to the app's. */
+	mrail = READ_ONCE(rbond_multirail) && bond->num_rails > 1;
+	if (mrail)
+		mattr.cap.max_send_wr = min_t(u32, init->cap.max_send_wr * 4,
+					      bond->attr.max_qp_wr);
 	mqp = ib_create_qp(pd->member[home], &mattr);
 	if (IS_ERR(mqp)) {
 		ret = PTR_ERR(mqp);
@@ -120,6 +126,10 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	qp->cap = mattr.cap;
+	qp->slot_cap = mattr.cap.max_send_wr;
+	if (mrail)
+		qp->cap.max_send_wr = max(init->cap.max_send_wr,
+					  mattr.cap.max_send_wr / 4);
 	qp->sq_size = roundup_pow_of_two(max(mattr.cap.max_send_wr, 1U));
 	qp->rq_size = roundup_pow_of_two(max(mattr.cap.max_recv_wr, 1U));
 	qp->sq = kcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
@@ -137,7 +147,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	qp->member[home] = mqp;
 	ibqp->qp_num = mqp->qp_num;
-	init->cap = mattr.cap;
+	init->cap = qp->cap;
 	list_add_tail(&qp->list, &bond->qps);
 	mutex_unlock(&bond->lock);
 	rbond_mrail_qp_create(qp);
