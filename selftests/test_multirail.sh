@@ -45,7 +45,8 @@ log_test $? "bond QPs went multi-rail (qp_up=$(stat qp_up))"
 
 # 2. bandwidth, rails shaped to the same rate
 for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done
-U="-x 1 -u $RBOND_QP_TIMEOUT -F -s $SIZE -n $ITERS"
+# -t: a short send queue keeps the client posting while the rails come up
+U="-x 1 -u $RBOND_QP_TIMEOUT -F -s $SIZE -n $ITERS -t ${MR_TXDEPTH:-4}"
 bw() {	# bw SERVER CLIENT LABEL: prints MB/s
 	local t0 t1 a0 a1 rc
 	a0=$(rail_tx_bytes a0); a1=$(rail_tx_bytes a1)
