@@ -233,10 +233,12 @@ rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
 
 # Install the freshly built module into the guest's (overlay) module tree so
 # that `rdma link add ... type bond` autoloads it.
+# RBOND_MODPARAMS (e.g. "multirail=1"): load it now with those parameters.
 rbond_install() {
 	local d=/lib/modules/$(uname -r)/extra
 	[ -f "$RBOND_KO" ] || return 1
-	mkdir -p "$d" && cp "$RBOND_KO" "$d/" && depmod -a
+	mkdir -p "$d" && cp "$RBOND_KO" "$d/" && depmod -a || return 1
+	[ -z "${RBOND_MODPARAMS:-}" ] || modprobe rdma_bond $RBOND_MODPARAMS
 }
 rbond_unload() { modprobe -r rdma_bond 2>/dev/null || rmmod rdma_bond 2>/dev/null; true; }
 rbond_bonds() { rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1 | sort -u; }

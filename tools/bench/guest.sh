@@ -15,6 +15,7 @@ set -u
 OUT=$1 RATES=$2 REPS=$3 PLAN=$4 POLICIES=${5:-}
 IFS=, read -r -a RATE <<< "$RATES"
 LIMIT=0; for r in "${RATE[@]}"; do LIMIT=$((LIMIT + r)); done
+RATES_ID=${RATES//,/+}	# CSV-safe: "50+50"
 SECS=${BENCH_SECS:-8}
 U="-x 1 -u $RBOND_QP_TIMEOUT -F"
 CSV=$OUT/raw.csv
@@ -78,7 +79,7 @@ one_bw() {
 		'BEGIN { printf "%.4f", (b - a) / 1e9 }')
 	cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v gb="$gb" \
 		'BEGIN { if (gb > 0) printf "%.1f", c / hz / gb; else print "" }')
-	echo "bw,$cfg,$RATES,$op,$qps,$size,$rep,$rate,Mbit/s,$cpu" >> "$CSV"
+	echo "bw,$cfg,$RATES_ID,$op,$qps,$size,$rep,$rate,Mbit/s,$cpu" >> "$CSV"
 	printf '# %-14s %-5s q=%d size=%-7d rep %d: %7s Mbit/s (%s x limit %d)\n' "$cfg" "$op" \
 		"$qps" "$size" "$rep" "$rate" "$(awk -v a="$rate" -v b="$lim" 'BEGIN{printf "%.2f", a/b}')" "$lim"
 }
@@ -95,8 +96,8 @@ one_lat() {
 	line=$(grep -E '^ *2 +1000 ' /tmp/bench.cli | tail -n1)
 	[ -n "$line" ] || { echo "# $cfg $op lat failed" >&2; return; }
 	set -- $line
-	echo "lat,$cfg,$RATES,$op,1,2,$rep,$5,usec p50," >> "$CSV"
-	echo "lat,$cfg,$RATES,$op,1,2,$rep,$8,usec p99," >> "$CSV"
+	echo "lat,$cfg,$RATES_ID,$op,1,2,$rep,$5,usec p50," >> "$CSV"
+	echo "lat,$cfg,$RATES_ID,$op,1,2,$rep,$8,usec p99," >> "$CSV"
 	echo "# $cfg $op lat rep $rep: p50 $5 us, p99 $8 us"
 }
 

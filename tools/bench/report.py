@@ -36,7 +36,7 @@ def stats(vals):
 
 
 def limit(rates):
-    return sum(float(r) for r in rates.split(','))
+    return sum(float(r) for r in rates.split('+'))
 
 
 def size_txt(s):
