@@ -26,7 +26,9 @@ export RBOND_TOPO=$topo
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
 	for t in test_*.sh; do
-		grep -qE "^# topo:.*\b$topo\b" "$t" && tests+=("$t")
+		# "# topo: loop pair (comment)": the words before any "("
+		topos=$(sed -n 's/^# topo://p' "$t" | head -n1 | cut -d'(' -f1)
+		[[ " $topos " == *" $topo "* ]] && tests+=("$t")
 	done
 fi
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# topo: loop
+# topo: bench  (a measurement, not a pass/fail test: run by name or by make bench)
 #
 # Single-rail overhead of the bond against plain rxe, same run, same rail:
 # ib_write_bw 64 KiB and ib_write_lat 2 B between rxe_a0 and rxe_b0, then
