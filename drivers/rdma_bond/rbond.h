@@ -147,6 +147,8 @@ struct rbond_cq {
 
 #define RBOND_SWQE_SIGNALED	BIT(0)
 #define RBOND_SWQE_DONE		BIT(1)
+/* a chunk of a split WQE other than the last: folded into the last */
+#define RBOND_SWQE_CHUNK	BIT(2)
 
 /* Shadow send WQE: what the application posted, in posting order. */
 struct rbond_swqe {
@@ -182,6 +184,10 @@ struct rbond_qp {
 	u32 sq_size;			/* power of two */
 	u32 sq_head;
 	u32 sq_tail;
+	/* chunks delivered ahead of their WQE's last chunk (sq_lock) */
+	u32 chunk_bytes;
+	u32 chunk_vendor_err;
+	u8 chunk_status;
 
 	spinlock_t rq_post_lock;	/* posting order */
 	spinlock_t rq_lock;		/* rq ring and indices */

@@ -1558,9 +1558,12 @@ static u32 rbond_alloc_slot(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	e->status = IB_WC_SUCCESS;
 	e->byte_len = bytes;
 	e->vendor_err = 0;
-	e->flags = app_visible && (qp->sig_all ||
-				   (wr->send_flags & IB_SEND_SIGNALED)) ?
-		   RBOND_SWQE_SIGNALED : 0;
+	if (!app_visible)
+		e->flags = RBOND_SWQE_CHUNK;
+	else if (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED))
+		e->flags = RBOND_SWQE_SIGNALED;
+	else
+		e->flags = 0;
 	return seq;
 }
 

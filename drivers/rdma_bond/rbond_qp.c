@@ -162,6 +162,33 @@ err_unlock:
 	return ret;
 }
 
+/*
+ * A WQE split into chunks (multi-rail) completes once, on its last chunk:
+ * the earlier chunks' byte counts and first error are carried to it, so the
+ * application sees the whole WQE's byte_len.  sq_lock held.
+ */
+static void rbond_qp_fold_chunk(struct rbond_qp *qp,
+				const struct rbond_swqe *e)
+{
+	qp->chunk_bytes += e->byte_len;
+	if (e->status != IB_WC_SUCCESS && qp->chunk_status == IB_WC_SUCCESS) {
+		qp->chunk_status = e->status;
+		qp->chunk_vendor_err = e->vendor_err;
+	}
+}
+
+static void rbond_qp_unfold_chunks(struct rbond_qp *qp, struct rbond_swqe *e)
+{
+	e->byte_len += qp->chunk_bytes;
+	if (qp->chunk_status != IB_WC_SUCCESS && e->status == IB_WC_SUCCESS) {
+		e->status = qp->chunk_status;
+		e->vendor_err = qp->chunk_vendor_err;
+	}
+	qp->chunk_bytes = 0;
+	qp->chunk_status = IB_WC_SUCCESS;
+	qp->chunk_vendor_err = 0;
+}
+
 /* Complete every outstanding WQE with IB_WC_WR_FLUSH_ERR (member gone). */
 static void rbond_qp_flush(struct rbond_qp *qp)
 {
@@ -174,6 +201,12 @@ static void rbond_qp_flush(struct rbond_qp *qp)
 	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
 		struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 
+		if (e->flags & RBOND_SWQE_CHUNK) {
+			/* reported with its WQE's last chunk */
+			rbond_qp_fold_chunk(qp, e);
+			continue;
+		}
+		rbond_qp_unfold_chunks(qp, e);
 		if ((e->flags & RBOND_SWQE_DONE) &&
 		    e->status == IB_WC_SUCCESS &&
 		    !(e->flags & RBOND_SWQE_SIGNALED))
@@ -680,6 +713,12 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 		e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 		if (!(e->flags & RBOND_SWQE_DONE))
 			break;
+		if (e->flags & RBOND_SWQE_CHUNK) {
+			rbond_qp_fold_chunk(qp, e);
+			qp->sq_tail++;
+			continue;
+		}
+		rbond_qp_unfold_chunks(qp, e);
 		if ((e->flags & RBOND_SWQE_SIGNALED) ||
 		    e->status != IB_WC_SUCCESS) {
 			struct ib_wc wc = {
