@@ -22,10 +22,12 @@ vm_pick_kver() {
 # ELF vmlinux (PVH entry) because decompression costs ~4 s under TCG.
 vm_kernel_image() {
 	local kver=$1 img out off
-	if [ -f "$RBOND_CACHE/kernels/$kver/vmlinux" ]; then
-		echo "$RBOND_CACHE/kernels/$kver/vmlinux"
-		return
-	fi
+	for out in vmlinux bzImage; do
+		if [ -f "$RBOND_CACHE/kernels/$kver/$out" ]; then
+			echo "$RBOND_CACHE/kernels/$kver/$out"
+			return
+		fi
+	done
 	img=/boot/vmlinuz-$kver
 	[ -f "$img" ] || vm_die "no $img"
 	out=$RBOND_CACHE/vmlinux-$kver
