@@ -23,6 +23,12 @@ fi
 for d in /tmp /run /var/tmp /var/log /var/lib /var/cache /root /home /mnt /media; do
 	mount -t tmpfs -o mode=1777 tmpfs "$d"
 done
+# A work tree below one of those (a CI clone in /tmp, say) is hidden now:
+# mount it again on top.
+if ! mountpoint -q "$work"; then
+	mkdir -p "$work"
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none work "$work"
+fi
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
