@@ -20,15 +20,15 @@ if [ -n "$cmods" ]; then
 		cp -a "$cmods" "/lib/modules/$kver" || echo "stage2: cannot install $cmods"
 fi
 
+# The work tree may live below one of the tmpfs places (a CI clone in /tmp,
+# say): park its mount on devtmpfs meanwhile (a 9p tag mounts only once).
+mkdir -p /dev/.rbond-work
+mount --move "$work" /dev/.rbond-work
 for d in /tmp /run /var/tmp /var/log /var/lib /var/cache /root /home /mnt /media; do
 	mount -t tmpfs -o mode=1777 tmpfs "$d"
 done
-# A work tree below one of those (a CI clone in /tmp, say) is hidden now:
-# mount it again on top.
-if ! mountpoint -q "$work"; then
-	mkdir -p "$work"
-	mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none work "$work"
-fi
+mkdir -p "$work" 2>/dev/null
+mount --move /dev/.rbond-work "$work" || echo "stage2: cannot mount the work tree at $work"
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
