@@ -28,7 +28,8 @@ test_traffic_on_wire() {
 		before=$(rail_tx_bytes $me$r) || { rc=1; continue; }
 		if [ "$me" = a ]; then
 			[ "${RBOND_TOPO}" = pair ] && pair_get peer_ready.$r 60 >/dev/null
-			busybox ping -c 3 -W 2 "$(rail_ip $r b)" >/dev/null || rc=1
+			# from A's rail address: policy routing keys on the source
+			busybox ping -c 3 -W 2 -I "$(rail_ip $r a)" "$(rail_ip $r b)" >/dev/null || rc=1
 		else
 			pair_put peer_ready.$r 1
 			sleep 4
