@@ -92,7 +92,7 @@ for topo in $topos; do
 		cached=0
 		[ -n "$dkver" ] && [ -d "${RBOND_CACHE:-/var/tmp/rdma_bond-cache}/kernels/$dkver" ] && cached=1
 		elapsed=$(( ($(date +%s) - t0) / 60 ))
-		need=$(( cached ? 70 : 45 ))
+		need=$(( cached ? 65 : 35 ))
 		if [ "${RBOND_DEBUG_LANE:-1}" = 0 ]; then
 			echo "ok - debug-kernel lane # SKIP RBOND_DEBUG_LANE=0"; skipn=$((skipn + 1))
 		elif [ "${RBOND_DEBUG_LANE:-1}" != force ] && [ "$elapsed" -ge "$need" ]; then
