@@ -46,8 +46,16 @@ MODULE_PARM_DESC(stripe_threshold,
 
 struct workqueue_struct *rbond_wq;
 
-/* Protects rbond_list and rbond_members. */
+/* Protects rbond_list and every bond's rails. */
 static DEFINE_MUTEX(rbond_mutex);
+/*
+ * Protects rbond_members.  A leaf lock of its own: the ib_client add()
+ * callback runs under the core's devices_rwsem and client_data_rwsem, while
+ * rbond_newlink() holds rbond_mutex across ib_device_get_by_name() and
+ * ib_register_device(), which take devices_rwsem; taking rbond_mutex in
+ * add() would close that circle (lockdep found it in the debug lane).
+ */
+static DEFINE_MUTEX(rbond_members_lock);
 static LIST_HEAD(rbond_list);
 
 /* A non-bond RDMA device the client has seen (candidate rail). */
@@ -123,8 +131,10 @@ static u32 rbond_dev_port_of(struct ib_device *dev, struct net_device *ndev)
 /* Caller holds rbond_mutex; the returned device stays valid under it. */
 static struct ib_device *rbond_find_member(struct net_device *ndev, u32 *port)
 {
+	struct ib_device *found = NULL;
 	struct rbond_member *m;
 
+	mutex_lock(&rbond_members_lock);
 #ifdef HAVE_IB_DEVICE_GET_BY_NETDEV
 	{
 		struct ib_device *dev;
@@ -136,17 +146,25 @@ static struct ib_device *rbond_find_member(struct net_device *ndev, u32 *port)
 			*port = bond ? 0 : rbond_dev_port_of(dev, ndev);
 			ib_device_put(dev);
 			list_for_each_entry(m, &rbond_members, list)
-				if (m->ibdev == dev && *port)
-					return dev;
+				if (m->ibdev == dev && *port) {
+					found = dev;
+					goto out;
+				}
 		}
 	}
 #endif
 	list_for_each_entry(m, &rbond_members, list) {
 		*port = rbond_dev_port_of(m->ibdev, ndev);
-		if (*port)
-			return m->ibdev;
+		if (*port) {
+			found = m->ibdev;
+			break;
+		}
 	}
-	return NULL;
+#ifdef HAVE_IB_DEVICE_GET_BY_NETDEV
+out:
+#endif
+	mutex_unlock(&rbond_members_lock);
+	return found;
 }
 
 static struct rbond_dev *rbond_rail_owner(struct ib_device *member,
@@ -478,9 +496,9 @@ static int rbond_client_add(struct ib_device *ibdev)
 	if (!m)
 		return -ENOMEM;
 	m->ibdev = ibdev;
-	mutex_lock(&rbond_mutex);
+	mutex_lock(&rbond_members_lock);
 	list_add_tail(&m->list, &rbond_members);
-	mutex_unlock(&rbond_mutex);
+	mutex_unlock(&rbond_members_lock);
 	return 0;
 }
 
@@ -496,12 +514,14 @@ static void rbond_client_remove(struct ib_device *ibdev, void *client_data)
 	}
 
 	mutex_lock(&rbond_mutex);
+	mutex_lock(&rbond_members_lock);
 	list_for_each_entry_safe(m, tmp, &rbond_members, list) {
 		if (m->ibdev == ibdev) {
 			list_del(&m->list);
 			kfree(m);
 		}
 	}
+	mutex_unlock(&rbond_members_lock);
 	/* A device is a rail of at most one bond. */
 	bond = rbond_rail_owner(ibdev, &rail);
 	if (bond)
