@@ -4,10 +4,12 @@
 #
 # KDIR: kernel build tree to build the module against.  Default: the running
 # kernel's; when the running kernel has no build tree (e.g. the test host,
-# which only boots Debian's kernel inside qemu) the newest installed one.
+# which only boots Debian's kernel inside qemu) the project's default kernel,
+# the one the guests boot (tools/default-kver.sh: Debian's stock 6.1, even
+# with 6.12 headers installed too).  KVER=<release> builds for another one.
 
 KVER ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then uname -r; \
-	else ls -1d /lib/modules/*/build 2>/dev/null | sort -V | tail -n1 | cut -d/ -f4; fi)
+	else $(CURDIR)/tools/default-kver.sh --build; fi)
 KDIR ?= /lib/modules/$(KVER)/build
 W ?= 1
 DESTDIR ?=

@@ -45,7 +45,7 @@ step() {	# step NAME CMD...: one build/meta check counted as one test
 }
 
 # Build.  A part not written yet is reported as skipped, not failed.
-kver=${kargs[1]:-$(ls -1 /boot/vmlinuz-* | sed 's|.*/vmlinuz-||' | sort -V | tail -n1)}
+kver=${kargs[1]:-$(tools/default-kver.sh)}
 if [ -f drivers/rdma_bond/Kbuild ]; then
 	step "build module (W=1, no warnings, KVER=$kver)" \
 		bash -c "make -s modules KVER=$kver 2>&1 | tee /dev/stderr | (! grep -E 'warning:|error:')"

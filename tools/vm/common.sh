@@ -8,11 +8,11 @@ RBOND_CACHE=${RBOND_CACHE:-/var/tmp/rdma_bond-cache}
 
 vm_die() { echo "vm: $*" >&2; exit 2; }
 
-# Kernel release to boot: $1, or the newest /boot/vmlinuz-* (Debian's 6.1).
+# Kernel release to boot: $1, or the project's default (tools/default-kver.sh:
+# Debian's stock 6.1, even when a 6.12 image is installed as well).
 vm_pick_kver() {
 	local k=$1
-	[ -n "$k" ] || k=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sed 's|.*/vmlinuz-||' |
-			   grep -v -- '-dbg$' | sort -V | tail -n1)
+	[ -n "$k" ] || k=$("$REPO/tools/default-kver.sh")
 	[ -n "$k" ] || vm_die "no kernel in /boot (run tools/deps.sh)"
 	echo "$k"
 }
