@@ -48,8 +48,8 @@ deps:
 # Compile probes for the compat header: regenerated for every KDIR, rewritten
 # only when its content changes.
 $(COMPAT_H): FORCE
-	@$(MOD_DIR)/compat-probe.sh $(KDIR) > $@.tmp && \
-	 { cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+	@$(MOD_DIR)/compat-probe.sh $(KDIR) > $@.tmp || { rm -f $@.tmp; exit 1; }
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
 modules: $(COMPAT_H)
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=$(W) modules

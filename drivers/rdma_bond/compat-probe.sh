@@ -9,18 +9,38 @@ kdir=${1:?usage: compat-probe.sh KDIR}
 tmp=$(mktemp -d /tmp/rbond-probe.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
+# compiles DIR C-BODY: does C-BODY build as a module without warnings?
+# A probe body defines everything static or with a prototype: kernels from
+# 6.8 on warn about missing prototypes even without W=1.
+compiles() {
+	local d=$1
+	mkdir -p "$d"
+	printf '%s\n' "$2" > "$d/probe.c"
+	printf 'obj-m := probe.o\nccflags-y := -Werror\n' > "$d/Kbuild"
+	make -s -C "$kdir" M="$d" modules >"$d/log" 2>&1
+}
+
 # probe NAME C-BODY: define NAME when C-BODY compiles without warnings
 probe() {
-	local name=$1 body=$2 d="$tmp/$1"
-	mkdir -p "$d"
-	printf '%s\n' "$body" > "$d/probe.c"
-	printf 'obj-m := probe.o\nccflags-y := -Werror\n' > "$d/Kbuild"
-	if make -s -C "$kdir" M="$d" modules >"$d/log" 2>&1; then
-		echo "#define $name 1"
+	if compiles "$tmp/$1" "$2"; then
+		echo "#define $1 1"
 	else
-		echo "/* $name not set */"
+		echo "/* $1 not set */"
 	fi
 }
+
+# A module as plain as the probes must build, or every probe would silently
+# answer "not set" (as happened when 6.12 made -Wmissing-prototypes default).
+if ! compiles "$tmp/baseline" '
+#include <linux/module.h>
+#include <rdma/ib_verbs.h>
+const void *probe_p(void);
+const void *probe_p(void) { return NULL; }
+MODULE_LICENSE("GPL");'; then
+	echo "compat-probe.sh: a trivial probe module does not build against $kdir:" >&2
+	cat "$tmp/baseline/log" >&2
+	exit 1
+fi
 
 # exported NAME SYMBOL: define NAME when the kernel exports SYMBOL
 exported() {
@@ -43,7 +63,17 @@ probe HAVE_CREATE_CQ_ATTR_BUNDLE '
 static int f(struct ib_cq *cq, const struct ib_cq_init_attr *a,
 	     struct uverbs_attr_bundle *b) { return 0; }
 static const struct ib_device_ops o = { .create_cq = f };
+const void *probe_p(void);
 const void *probe_p(void) { return &o; }
+MODULE_LICENSE("GPL");'
+
+# 6.10+: ip_route_output() takes a scope as its last argument
+probe HAVE_IP_ROUTE_OUTPUT_SCOPE '
+#include <linux/module.h>
+#include <net/route.h>
+struct rtable *probe_p(void);
+struct rtable *probe_p(void)
+{ return ip_route_output(&init_net, 0, 0, 0, 0, RT_SCOPE_UNIVERSE); }
 MODULE_LICENSE("GPL");'
 
 exported HAVE_IB_DEVICE_GET_NETDEV ib_device_get_netdev

@@ -6,6 +6,7 @@
 #ifndef RBOND_COMPAT_H
 #define RBOND_COMPAT_H
 
+#include <net/route.h>
 #include <rdma/ib_verbs.h>
 #include "rbond_compat_autoconf.h"
 
@@ -42,6 +43,18 @@ static inline struct net_device *rbond_member_netdev(struct ib_device *dev,
 	if (dev->ops.get_netdev)
 		return dev->ops.get_netdev(dev, port);
 	return NULL;
+#endif
+}
+
+/* Output route lookup; 6.10 added a scope argument (universe before). */
+static inline struct rtable *rbond_ip_route_output(struct net *net,
+						   __be32 daddr, __be32 saddr,
+						   u8 tos, int oif)
+{
+#ifdef HAVE_IP_ROUTE_OUTPUT_SCOPE
+	return ip_route_output(net, daddr, saddr, tos, oif, RT_SCOPE_UNIVERSE);
+#else
+	return ip_route_output(net, daddr, saddr, tos, oif);
 #endif
 }
 

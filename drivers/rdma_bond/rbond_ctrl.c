@@ -679,7 +679,7 @@ bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr)
 	struct rtable *rt;
 	bool via = false;
 
-	rt = ip_route_output(&init_net, daddr, saddr, 0, 0);
+	rt = rbond_ip_route_output(&init_net, daddr, saddr, 0, 0);
 	if (!IS_ERR(rt)) {
 		via = rt->dst.dev == ndev;
 		ip_rt_put(rt);
