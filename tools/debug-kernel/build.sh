@@ -10,9 +10,11 @@
 # Source: /usr/src/linux-source-6.1.tar.xz (package linux-source-6.1, pulled
 # by tools/deps.sh); override with RBOND_DBG_SRC=TARBALL.  Config: allnoconfig
 # + kernel/configs/kvm_guest.config + tools/debug-kernel/debug.config
-# (scripts/kconfig/merge_config.sh -n).  The result is keyed by the source
-# version and a hash of the config recipe; a no-op when both are unchanged,
-# rebuilt (incrementally, in the same tree) when either changes.
+# (scripts/kconfig/merge_config.sh -n), with tools/debug-kernel/patches/*.patch
+# applied (fixes for kernel bugs the lane found; see patches/README).  The
+# result is keyed by the source version, a hash of the config recipe and a
+# hash of the patches; a no-op when all are unchanged, rebuilt
+# (incrementally, in the same tree) when any changes.
 #
 # Installs into $RBOND_CACHE/kernels/KVER/ (RBOND_CACHE defaults to
 # /var/tmp/rdma_bond-cache), which tools/vm/run --kernel KVER boots:
@@ -78,7 +80,9 @@ if [ $print_only = 1 ]; then
 fi
 
 cfghash=$( { echo "recipe=$RECIPE"; cat "$HERE/debug.config"; } | sha256sum | cut -c1-16)
-key="$srcver $cfghash"
+# Fixes for kernel bugs the lane found outside rdma_bond (patches/README).
+patchhash=$(cat "$HERE"/patches/*.patch 2>/dev/null | sha256sum | cut -c1-16)
+key="$srcver $cfghash $patchhash"
 dest=$RBOND_CACHE/kernels/$kver
 
 if [ $force = 0 ] && [ "$(cat "$dest/stamp" 2>/dev/null)" = "$key" ] &&
@@ -105,6 +109,25 @@ if [ ! -f "$tree/.rbond-extracted" ]; then
 	for old in "$top"/linux-*; do
 		[ "$old" = "$tree" ] || { say "removing old tree $old"; rm -rf "$old"; }
 	done
+fi
+
+# 1b. Patches, in name order.  The applied set is kept in the tree; when the
+# set changes it is reverted and the new one applied (make then rebuilds only
+# what they touch).
+if [ "$(cat "$tree/.rbond-patches" 2>/dev/null)" != "$patchhash" ]; then
+	for p in $(ls -r "$tree"/.rbond-patches.d/*.patch 2>/dev/null); do
+		say "reverting $(basename "$p")"
+		patch -d "$tree" -p1 -R -s < "$p" || die "cannot revert $p"
+		rm -f "$p"
+	done
+	mkdir -p "$tree/.rbond-patches.d"
+	for p in "$HERE"/patches/*.patch; do
+		[ -f "$p" ] || continue
+		say "applying $(basename "$p")"
+		patch -d "$tree" -p1 -N -s < "$p" || die "patch $p does not apply"
+		cp "$p" "$tree/.rbond-patches.d/"
+	done
+	echo "$patchhash" > "$tree/.rbond-patches"
 fi
 
 # 2. Configure (when the recipe or the fragment changed).
