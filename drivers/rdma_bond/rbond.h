@@ -184,6 +184,7 @@ struct rbond_qp {
 	u32 sq_size;			/* power of two */
 	u32 sq_head;
 	u32 sq_tail;
+	bool sq_failed;			/* error delivered: the rest flush */
 	/* chunks delivered ahead of their WQE's last chunk (sq_lock) */
 	u32 chunk_bytes;
 	u32 chunk_vendor_err;

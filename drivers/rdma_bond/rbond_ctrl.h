@@ -130,6 +130,7 @@ struct rbond_mstats {
 	atomic64_t striped;
 	atomic64_t chunks;
 	atomic64_t waits;
+	atomic64_t qp_failed;
 };
 
 extern struct rbond_mstats rbond_mstats;

@@ -100,6 +100,7 @@ struct rbond_mqp {
 	struct ib_device *home_dev;
 	struct mutex lock;		/* the work's state */
 	struct delayed_work work;
+	struct work_struct fail_work;	/* members to error, see qp_failed */
 	bool dead;
 
 	spinlock_t attr_lock;		/* app attrs, inbox */
@@ -181,7 +182,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\n",
 			  atomic64_read(&s->probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -191,7 +192,8 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->bad_msgs),
 			  atomic64_read(&s->striped),
 			  atomic64_read(&s->chunks),
-			  atomic64_read(&s->waits));
+			  atomic64_read(&s->waits),
+			  atomic64_read(&s->qp_failed));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {
@@ -230,6 +232,7 @@ static void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay)
 /* --- QP hooks --------------------------------------------------------------- */
 
 static void rbond_mq_work(struct work_struct *work);
+static void rbond_mq_fail_work(struct work_struct *work);
 
 void rbond_mrail_qp_create(struct rbond_qp *qp)
 {
@@ -248,6 +251,7 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 	mutex_init(&mq->lock);
 	spin_lock_init(&mq->attr_lock);
 	INIT_DELAYED_WORK(&mq->work, rbond_mq_work);
+	INIT_WORK(&mq->fail_work, rbond_mq_fail_work);
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		mq->m[i].peer = -1;
 
@@ -340,6 +344,7 @@ void rbond_mrail_qp_destroy(struct rbond_qp *qp)
 	mq->registered = false;
 	mutex_unlock(&rbond_mq_mutex);
 	cancel_delayed_work_sync(&mq->work);
+	cancel_work_sync(&mq->fail_work);
 	mutex_lock(&mq->lock);
 	mq->dead = true;
 	mutex_unlock(&mq->lock);
@@ -381,6 +386,57 @@ void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 		ib_destroy_qp(mq->m[rail].qp);
 	mq->m[rail].qp = NULL;
 	mq->m[rail].state = RBOND_M_ERR;
+}
+
+/*
+ * RC after an error: the QP is in error and every later WQE completes with
+ * a flush error.  The completion path (rbond_qp.c) flushes in posting order
+ * from the first error it delivers; here every member QP (home and extra
+ * rails: the failed rail may not be the home rail) goes to error too, so
+ * the receive queue flushes, query_qp says so, and new WQEs (posted on the
+ * home rail from now on) flush.  Runs once everything posted before the
+ * failed WQE has completed: no earlier WQE is flushed by it.
+ */
+static void rbond_mq_fail_work(struct work_struct *work)
+{
+	struct rbond_mqp *mq = container_of(work, struct rbond_mqp, fail_work);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rbond_qp *qp = mq->qp;
+	unsigned int i;
+	int ret;
+
+	mutex_lock(&mq->bond->lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (!qp->member[i])
+			continue;
+		ret = ib_modify_qp(qp->member[i], &attr, IB_QP_STATE);
+		if (ret)
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: rail %u to error: %d\n",
+				  qp->ibqp.qp_num, i, ret);
+	}
+	qp->state = IB_QPS_ERR;
+	mutex_unlock(&mq->bond->lock);
+}
+
+/* sq_lock held: the first error completion was just delivered. */
+void rbond_mrail_qp_failed(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct rbond_swqe *e;
+	struct rbond_pend *p;
+
+	if (!mq)
+		return;		/* single rail: the member QP flushes itself */
+	/* Waiting WQEs were posted after the failed one: never posted now. */
+	while (mq->pend_tail != mq->pend_head) {
+		p = &mq->pend[mq->pend_tail++ & (mq->pend_size - 1)];
+		e = &qp->sq[p->seq & (qp->sq_size - 1)];
+		e->status = IB_WC_WR_FLUSH_ERR;
+		e->flags |= RBOND_SWQE_DONE;
+	}
+	atomic64_inc(&rbond_mstats.qp_failed);
+	queue_work(system_unbound_wq, &mq->fail_work);
 }
 
 bool rbond_mrail_active(const struct rbond_qp *qp)
@@ -1630,6 +1686,15 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	free = qp->slot_cap - (qp->sq_head - qp->sq_tail);
 	if (!free) {
 		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	if (qp->sq_failed) {
+		/* The QP is (going) in error: the home member flushes it. */
+		seq = rbond_alloc_slot(qp, wr, wc_opcode, bytes, true);
+		ret = rbond_post_slot(mq, p, seq, qp->home, 0, bytes, NULL,
+				      RBOND_CL_STRICT);
+		if (ret)
+			qp->sq_head--;
 		goto out_unlock;
 	}
 	ok = mq->pend_head == mq->pend_tail ? rbond_decide(mq, cl, allowed) : 0;

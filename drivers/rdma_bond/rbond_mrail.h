@@ -31,6 +31,7 @@ void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e);
 bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e);
 /* after delivery (cq->lock and sq_lock held): post what may go now */
 void rbond_mrail_drain(struct rbond_qp *qp);
+void rbond_mrail_qp_failed(struct rbond_qp *qp);
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp);
 
 /* MR hook (rbond_mr.c): alias keys of @mr handed out are revoked */

@@ -322,6 +322,7 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	const struct ib_gid_attr *mgid = NULL;
 	struct ib_qp_attr *mattr;
+	unsigned long flags;
 	struct ib_qp *mqp;
 	int ret;
 
@@ -358,8 +359,14 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		ibdev_dbg(&bond->ibdev, "member modify_qp failed: %d\n", ret);
 		goto out_unlock;
 	}
-	if (attr_mask & IB_QP_STATE)
+	if (attr_mask & IB_QP_STATE) {
 		qp->state = attr->qp_state;
+		if (attr->qp_state == IB_QPS_RESET) {
+			spin_lock_irqsave(&qp->sq_lock, flags);
+			qp->sq_failed = false;
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+		}
+	}
 	rbond_mrail_qp_modified(qp, attr, attr_mask);
 out_unlock:
 	mutex_unlock(&bond->lock);
@@ -719,6 +726,17 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 			continue;
 		}
 		rbond_qp_unfold_chunks(qp, e);
+		/*
+		 * RC: after the first error every WQE completes flushed,
+		 * also those another rail had already carried.
+		 */
+		if (qp->sq_failed && e->status == IB_WC_SUCCESS) {
+			e->status = IB_WC_WR_FLUSH_ERR;
+			e->byte_len = 0;
+		} else if (!qp->sq_failed && e->status != IB_WC_SUCCESS) {
+			qp->sq_failed = true;
+			rbond_mrail_qp_failed(qp);
+		}
 		if ((e->flags & RBOND_SWQE_SIGNALED) ||
 		    e->status != IB_WC_SUCCESS) {
 			struct ib_wc wc = {

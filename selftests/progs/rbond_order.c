@@ -56,6 +56,7 @@ static struct {
 	int gid, port, n, timeout_s, ack_timeout;
 	size_t size;
 	bool relaxed;
+	bool error;
 } opt = { .gid = 1, .port = 18515, .n = 8, .size = 1 << 20,
 	  .ack_timeout = 18, .timeout_s = 60 };
 
@@ -566,6 +567,88 @@ static bool server_stale(void)
 	return ok && i == (int)opt.size;
 }
 
+/*
+ * E (-E, alone: it leaves the QP in error).  n WRITEs, one WRITE past the
+ * end of the peer's MR, n more WRITEs, all signaled: RC says the n first
+ * succeed, the bad one fails with its own error, everything after it is
+ * flushed (even WQEs that another rail had already carried) and the QP is
+ * in the error state, where a new WQE is flushed as well.
+ */
+static bool client_error(void)
+{
+	int n = opt.n, k = 2 * n + 1, got, i, t;
+	struct ibv_wc *wc = calloc(k + 1, sizeof(*wc));
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	bool ok = sync_ok(wc != NULL);
+
+	pat_fill(b_src, region(n), 500, 0);
+	for (i = 0; ok && i < k; i++) {
+		uint64_t raddr = peer.data_addr + region(i % n);
+
+		if (i == n)	/* past the end of the remote MR */
+			raddr = peer.data_addr + region(n);
+		ok = !post(0xE000 + i, IBV_WR_RDMA_WRITE, b_src + region(i % n),
+			   opt.size, mr_src->lkey, raddr, peer.data_rkey, 0, 0);
+	}
+	got = ok ? poll_n(cq, wc, k, opt.timeout_s * 1000) : 0;
+	if (ok && got != k) {
+		diag("%d of %d completions", got, k);
+		ok = false;
+	}
+	for (i = 0; ok && i < k; i++) {
+		bool good;
+
+		if (wc[i].wr_id != 0xE000 + (uint64_t)i) {
+			diag("#%d: wr_id 0x%llx, expected 0x%llx (order)", i,
+			     (unsigned long long)wc[i].wr_id,
+			     (unsigned long long)(0xE000 + i));
+			ok = false;
+			break;
+		}
+		if (i < n)
+			good = wc[i].status == IBV_WC_SUCCESS;
+		else if (i == n)
+			good = wc[i].status != IBV_WC_SUCCESS &&
+			       wc[i].status != IBV_WC_WR_FLUSH_ERR;
+		else
+			good = wc[i].status == IBV_WC_WR_FLUSH_ERR;
+		if (!good) {
+			diag("#%d (%s): status %s", i,
+			     i < n ? "before the bad WRITE" : i == n ?
+			     "the bad WRITE" : "after the bad WRITE",
+			     wc_status_name(wc[i].status));
+			ok = false;
+		}
+	}
+	tap_ok(ok, "E. %d WRITEs succeed, the bad one fails (%s), the %d after it are flushed, in order",
+	       n, ok ? wc_status_name(wc[n].status) : "-", n);
+	/* the QP is in error (the bond moves its members there: allow 5 s) */
+	qa.qp_state = IBV_QPS_RTS;
+	for (t = 0; t < 50; t++) {
+		if (ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia) ||
+		    qa.qp_state == IBV_QPS_ERR)
+			break;
+		usleep(100000);
+	}
+	tap_ok(qa.qp_state == IBV_QPS_ERR, "E. QP state after the error: %d (IBV_QPS_ERR = %d)",
+	       qa.qp_state, IBV_QPS_ERR);
+	ok = ok && qa.qp_state == IBV_QPS_ERR;
+	/* posted in the error state: flushed (or refused at post time) */
+	if (!post(0xE100, IBV_WR_RDMA_WRITE, b_src, opt.size, mr_src->lkey,
+		  peer.data_addr, peer.data_rkey, 0, 0)) {
+		got = poll_n(cq, wc, 1, opt.timeout_s * 1000);
+		tap_ok(got == 1 && wc[0].wr_id == 0xE100 &&
+		       wc[0].status == IBV_WC_WR_FLUSH_ERR,
+		       "E. WRITE posted in the error state is flushed (%s)",
+		       got == 1 ? wc_status_name(wc[0].status) : "no completion");
+	} else {
+		tap_ok(true, "E. WRITE posted in the error state refused at post time");
+	}
+	free(wc);
+	return sync_ok(ok);
+}
+
 int main(int argc, char **argv)
 {
 	int dacc, c;
@@ -574,7 +657,7 @@ int main(int argc, char **argv)
 	struct wire w;
 	size_t len;
 
-	while ((c = getopt(argc, argv, "d:g:p:s:n:u:T:Rh")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:s:n:u:T:REh")) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
 		case 'g': opt.gid = atoi(optarg); break;
@@ -584,8 +667,9 @@ int main(int argc, char **argv)
 		case 'u': opt.ack_timeout = atoi(optarg); break;
 		case 'T': opt.timeout_s = atoi(optarg); break;
 		case 'R': opt.relaxed = true; break;
+		case 'E': opt.error = true; break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s REGION] [-n ROUNDS] [-u ACK_TIMEOUT] [-T SEC] [-R] [SERVER]\n",
+			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s REGION] [-n ROUNDS] [-u ACK_TIMEOUT] [-T SEC] [-R] [-E] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -693,7 +777,12 @@ int main(int argc, char **argv)
 		tap_ok(false, "QP connected on both ends");
 		goto out;
 	}
-	if (opt.server) {
+	if (opt.error) {
+		if (opt.server)
+			client_error();
+		else
+			tap_ok(sync_ok(sync_ok(true)), "E. (target) the client's error case ran");
+	} else if (opt.server) {
 		if (client_flag() && client_write_read() && client_atomics())
 			client_stale();
 	} else {
