@@ -24,7 +24,7 @@ KSFT_FAIL=1
 KSFT_SKIP=4
 
 RBOND_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RBOND_KO=$RBOND_TOP/drivers/rdma_bond/rdma_bond.ko
+RBOND_KO=${RBOND_KO:-$RBOND_TOP/drivers/rdma_bond/rdma_bond.ko}
 RBOND_PROVIDER=$RBOND_TOP/tools/provider/librbond
 RBOND_MTU=${RBOND_MTU:-9000}
 RBOND_NRAILS=${RBOND_NRAILS:-2}
@@ -228,6 +228,53 @@ rail_down() { ip link set "$1" down; }
 rail_up() { ip link set "$1" up; }
 rail_tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
 rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
+
+# ---- wire rate ------------------------------------------------------------
+# The steady-state rate of a transfer, from the rails' byte counters (not
+# perftest's own figure, which counts setup and is unreliable under TCG).
+#
+# wire_sample PID FILE: while PID runs, append every 0.5 s a line
+#   "NANOSECONDS BYTES_RAIL0 BYTES_RAIL1 ..."  (tx of aR + bR: both hosts)
+wire_sample() {
+	local pid=$1 f=$2 r line
+	: > "$f"
+	while kill -0 "$pid" 2>/dev/null; do
+		line=$(date +%s%N)
+		for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+			line="$line $(($(rail_tx_bytes "a$r") + $(rail_tx_bytes "b$r")))"
+		done
+		echo "$line" >> "$f"
+		sleep 0.5
+	done
+}
+# wire_rate FILE: Mbit/s over all rails from 1 s after the LAST rail that
+# carries data started to (a bond's extra rails join after its negotiation;
+# WQEs posted before drain on the home rail first: the ramp, not the steady
+# state) to the last sample before data stops.  0 when nothing flowed.
+wire_rate() {
+	awk '
+		{ t[NR] = $1 / 1e9; b[NR] = 0; nf = NF
+		  for (k = 2; k <= NF; k++) { r[NR, k] = $k; b[NR] += $k } }
+		END {
+			for (i = 2; i <= NR; i++) {
+				if (b[i] - b[i-1] > 20000) { if (!f) f = i - 1; l = i }
+				for (k = 2; k <= nf; k++)
+					if (!fk[k] && r[i, k] - r[i-1, k] > 20000) fk[k] = i - 1
+			}
+			if (!f) { print 0; exit }
+			for (k = 2; k <= nf; k++) if (fk[k] > f) f = fk[k]
+			s = f; while (s < l && t[s] - t[f] < 1) s++
+			if (l - s < 2) s = f
+			if (t[l] > t[s]) printf "%.1f\n", (b[l] - b[s]) * 8 / (t[l] - t[s]) / 1e6
+			else print 0
+		}' "$1"
+}
+# wire_intervals FILE: Mbit/s of every 0.5 s interval, all rails (for logs)
+wire_intervals() {
+	awk '{ b = 0; for (k = 2; k <= NF; k++) b += $k }
+	     NR > 1 { printf "%.0f ", (b - p) * 8 / (($1 - pt) / 1e9) / 1e6 }
+	     { p = b; pt = $1 }' "$1"
+}
 
 # ---- module ---------------------------------------------------------------
 
