@@ -9,7 +9,10 @@
 #
 #   guest.sh OUT RATES REPS PLAN POLICIES
 #   RATES: per-rail Mbit/s, comma separated ("50,50" or "100,50")
-#   PLAN: "main" (table), "sweep" (size and QP sweeps), "demo" (short)
+#   PLAN: "main" (table), "unequal" (1 and 8 QPs), "sweep" (size and QP
+#         sweeps), "demo" (short)
+# Environment: BENCH_SECS (seconds of data per point at the expected rate),
+# RBOND_MULTIRAIL (default 1: the bonds negotiate their extra rails).
 set -u
 . "$(dirname "$0")/../../selftests/lib.sh"
 OUT=$1 RATES=$2 REPS=$3 PLAN=$4 POLICIES=${5:-}
@@ -29,21 +32,15 @@ shape_all() {
 	done
 }
 
-wire_bytes() {	# sum of tx over every rail netdev, both hosts
-	local r s=0
-	for r in "${!RATE[@]}"; do
-		s=$((s + $(rail_tx_bytes a$r) + $(rail_tx_bytes b$r)))
-	done
-	echo $s
-}
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 
-# one_bw CONFIG DEV_A DEV_B SERVER_IP OP QPS SIZE REP [LIMIT_MBIT]
+# one_bw CONFIG DEV_A DEV_B SERVER_IP OP QPS SIZE REP [EXPECTED_MBIT]
 one_bw() {
-	local cfg=$1 da=$2 db=$3 ip=$4 op=$5 qps=$6 size=$7 rep=$8 lim=${9:-$LIMIT}
+	local cfg=$1 da=$2 db=$3 ip=$4 op=$5 qps=$6 size=$7 rep=$8 exp=${9:-$LIMIT}
 	local iters spid cpid samp=/tmp/bench.samp c0 c1 hz rate gb cpu
-	# enough data for ~SECS at the config's limit, at least 8 per QP
-	iters=$(( lim * 125000 * SECS / size / qps ))
+	# enough data for ~SECS at the rate the config can reach (one rail:
+	# its own), at least 8 per QP
+	iters=$(( exp * 125000 * SECS / size / qps ))
 	[ "$iters" -lt 8 ] && iters=8
 	port=$((port + 1))
 	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $U \
@@ -54,34 +51,19 @@ one_bw() {
 	timeout -k 5 600 "ib_${op}_bw" -d "$da" -p $port -q "$qps" -s "$size" -n "$iters" $U "$ip" \
 		>/tmp/bench.cli 2>&1 &
 	cpid=$!
-	: > $samp
-	while kill -0 $cpid 2>/dev/null; do
-		echo "$(date +%s%N) $(wire_bytes)" >> $samp
-		sleep 0.5
-	done
+	wire_sample $cpid $samp
 	c1=$(cpu_ticks)
 	wait $cpid || { echo "# $cfg $op q$qps s$size: client failed" >&2; tail -3 /tmp/bench.cli >&2; }
 	wait $spid
-	# steady state: from 1 s after data starts flowing to the last sample
-	# before it stops
-	rate=$(awk '
-		{ t[NR] = $1 / 1e9; b[NR] = $2 }
-		END {
-			for (i = 2; i <= NR; i++) if (b[i] - b[i-1] > 20000) { if (!f) f = i - 1; l = i }
-			if (!f) { print 0; exit }
-			s = f; while (s < l && t[s] - t[f] < 1) s++
-			if (l - s < 2) s = f
-			if (t[l] > t[s]) printf "%.1f", (b[l] - b[s]) * 8 / (t[l] - t[s]) / 1e6
-			else print 0
-		}' $samp)
+	rate=$(wire_rate $samp)
 	hz=$(getconf CLK_TCK)
-	gb=$(awk -v a="$(head -1 $samp | cut -d' ' -f2)" -v b="$(tail -1 $samp | cut -d' ' -f2)" \
-		'BEGIN { printf "%.4f", (b - a) / 1e9 }')
+	gb=$(awk '{ b = 0; for (k = 2; k <= NF; k++) b += $k }
+		NR == 1 { a = b } END { printf "%.4f", (b - a) / 1e9 }' $samp)
 	cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v gb="$gb" \
 		'BEGIN { if (gb > 0) printf "%.1f", c / hz / gb; else print "" }')
 	echo "bw,$cfg,$RATES_ID,$op,$qps,$size,$rep,$rate,Mbit/s,$cpu" >> "$CSV"
 	printf '# %-14s %-5s q=%d size=%-7d rep %d: %7s Mbit/s (%s x limit %d)\n' "$cfg" "$op" \
-		"$qps" "$size" "$rep" "$rate" "$(awk -v a="$rate" -v b="$lim" 'BEGIN{printf "%.2f", a/b}')" "$lim"
+		"$qps" "$size" "$rep" "$rate" "$(awk -v a="$rate" -v b="$LIMIT" 'BEGIN{printf "%.2f", a/b}')" "$LIMIT"
 }
 
 # one_lat CONFIG DEV_A DEV_B SERVER_IP OP REP
@@ -118,35 +100,34 @@ set_policy() {	# set_policy POLICY: on both bonds; fails if unknown
 }
 
 run_cfg() {	# run_cfg CONFIG: every measurement of the plan for one config
-	local cfg=$1 rep op qps size
+	local cfg=$1 rep op qps size w
 	read -r da db ip <<< "$(cfg_devs "$cfg")"
-	# one rail's limit is its own rate
-	local lim=$LIMIT
-	[ "$cfg" = rail ] && lim=${RATE[0]}
+	local exp=$LIMIT	# one rail alone can reach its own rate only
+	[ "$cfg" = rail ] && exp=${RATE[0]}
 	for rep in $(seq "$REPS"); do
 		case $PLAN in
 		main)
-			for w in "write 1 65536" "write 1 1048576" "write 8 1048576" \
-				 "read 1 1048576" "read 8 1048576"; do
+			for w in "write 1 65536" "write 1 1048576" "write 8 65536" "write 8 1048576" \
+				 "read 1 65536" "read 1 1048576" "read 8 65536" "read 8 1048576"; do
 				read -r op qps size <<< "$w"
-				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$LIMIT"
+				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$exp"
 			done
 			one_lat "$cfg" "$da" "$db" "$ip" write "$rep"
 			one_lat "$cfg" "$da" "$db" "$ip" send "$rep" ;;
 		unequal)
 			for w in "write 1 1048576" "write 8 1048576"; do
 				read -r op qps size <<< "$w"
-				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$LIMIT"
+				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$exp"
 			done ;;
 		sweep)
 			for size in 4096 16384 65536 262144 1048576; do
-				one_bw "$cfg" "$da" "$db" "$ip" write 1 "$size" "$rep" "$LIMIT"
+				one_bw "$cfg" "$da" "$db" "$ip" write 1 "$size" "$rep" "$exp"
 			done
-			for qps in 2 4; do
-				one_bw "$cfg" "$da" "$db" "$ip" write "$qps" 1048576 "$rep" "$LIMIT"
+			for qps in 2 4 8; do
+				one_bw "$cfg" "$da" "$db" "$ip" write "$qps" 1048576 "$rep" "$exp"
 			done ;;
 		demo)
-			one_bw "$cfg" "$da" "$db" "$ip" write 1 1048576 "$rep" "$LIMIT" ;;
+			one_bw "$cfg" "$da" "$db" "$ip" write 1 1048576 "$rep" "$exp" ;;
 		esac
 	done
 }
@@ -161,6 +142,11 @@ run_cfg rail
 if rbond_install && rbond_create rbond0 a && rbond_create rbond1 b &&
    _wait_gid rbond0 && _wait_gid rbond1; then
 	provider_env
+	# multi-rail unless RBOND_MULTIRAIL=0 (run.sh/demo.sh --single-rail);
+	# the parameter applies to QPs created after it is set
+	echo "${RBOND_MULTIRAIL:-1}" > /sys/module/rdma_bond/parameters/multirail ||
+		echo "# cannot set multirail=${RBOND_MULTIRAIL:-1}"
+	echo "# rdma_bond multirail=$(cat /sys/module/rdma_bond/parameters/multirail)"
 	for p in ${POLICIES:-adaptive}; do
 		if [ -f /sys/class/infiniband/rbond0/bond/policy ] && ! set_policy "$p"; then
 			echo "# policy $p not supported by this module: skipped"

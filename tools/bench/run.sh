@@ -5,15 +5,19 @@
 # measure in one run, on the same shaped rails: one rail alone (1.0x), rxe
 # over a Linux bond netdev (balance-xor, layer3+4), rdma_bond per policy.
 #
-#   tools/bench/run.sh [--rate MBIT] [--unequal A,B] [--reps N]
-#                      [--policies "adaptive round-robin ..."] [--no-sweep] [--out DIR]
+#   tools/bench/run.sh [--rate MBIT] [--unequal A,B] [--reps N] [--secs S]
+#                      [--policies "adaptive round-robin ..."] [--no-sweep]
+#                      [--single-rail] [--out DIR]
+#
+# --single-rail leaves the module's multirail parameter at 0 (the bond then
+# runs every QP on its home rail: the overhead baseline).
 #
 # Results: results/<date>/ with raw.csv, results.csv (medians and spread),
 # results.md (the tables) and PNG plots (bandwidth vs message size and vs QP
 # count); kernel version, rates and settings are recorded in results.md.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-rate=50 unequal=100,50 reps=3 sweep=1 out=
+rate=50 unequal=100,50 reps=3 sweep=1 out= multirail=1 secs=${BENCH_SECS:-4}
 policies="adaptive round-robin weighted active-backup qp-hash"
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -22,8 +26,10 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--policies) policies=$2; shift 2 ;;
 	--no-sweep) sweep=0; shift ;;
+	--single-rail) multirail=0; shift ;;
+	--secs) secs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) sed -n '3,14p' "$0"; exit 2 ;;
+	*) sed -n '3,18p' "$0"; exit 2 ;;
 	esac
 done
 out=${out:-results/$(date +%Y%m%d-%H%M%S)}
@@ -35,7 +41,7 @@ tools/deps.sh || exit 1
 make -s modules provider || exit 1
 
 guest() {	# guest RATES PLAN REPS POLICIES
-	tools/vm/run --timeout 3000 --env "BENCH_SECS=${BENCH_SECS:-8}" -- \
+	tools/vm/run --timeout 3000 --env "BENCH_SECS=$secs" --env "RBOND_MULTIRAIL=$multirail" -- \
 		bash tools/bench/guest.sh "$out" "$1" "$3" "$2" "'$4'" 2>&1 | tee -a "$out/log.txt"
 }
 guest "$rate,$rate" main "$reps" "$policies"
@@ -45,8 +51,8 @@ guest "$rate,$rate" main "$reps" "$policies"
 {
 	echo "kernel: $(ls -1 /boot/vmlinuz-* | sed 's|.*/vmlinuz-||' | sort -V | tail -n1) (qemu TCG guest, loop topology)"
 	echo "rails: 2 x $rate Mbit/s (tbf, burst 64kb, limit 4mb), unequal: $unequal Mbit/s"
-	echo "perftest: -x 1 -u 18 -F, MTU ${RBOND_MTU:-9000}; ${BENCH_SECS:-8} s per point; reps $reps"
-	echo "module: $(git describe --always --dirty 2>/dev/null)"
+	echo "perftest: -x 1 -u 18 -F, MTU ${RBOND_MTU:-9000}; ~$secs s of data per point; reps $reps"
+	echo "module: $(git describe --always --dirty 2>/dev/null), multirail=$multirail, policies: $policies"
 	echo "wall time: $(( $(date +%s) - t0 )) s"
 } > "$out/settings.txt"
 python3 tools/bench/report.py "$out"
