@@ -11,9 +11,17 @@
 # newest release (so that an extra linux-image-6.12 installed for the compat
 # build never becomes the default).  Debug kernels (-dbg) are never picked.
 # --build: only releases with /lib/modules/KVER/build count.
+# --series X.Y: instead, the newest installed Debian release of series X.Y
+# (e.g. 6.12 -> 6.12.117+deb12-amd64), -amd64 flavour only; exit 1 if none.
 set -u
-need_build=0
-[ "${1:-}" = "--build" ] && need_build=1
+need_build=0 series=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) need_build=1; shift ;;
+	--series) series=$2; shift 2 ;;
+	*) echo "usage: $0 [--build] [--series X.Y]" >&2; exit 2 ;;
+	esac
+done
 
 usable() {
 	[ -n "$1" ] || return 1
@@ -23,6 +31,15 @@ usable() {
 		[ -f "/boot/vmlinuz-$1" ]
 	fi
 }
+
+if [ -n "$series" ]; then
+	for k in $( (ls -1 /boot/vmlinuz-* 2>/dev/null | sed 's|.*/vmlinuz-||';
+		     ls -1d /lib/modules/*/build 2>/dev/null | cut -d/ -f4) |
+		   grep -E "^${series//./\\.}\.[0-9]+(-[0-9]+|\+deb[0-9]+)-amd64\$" | sort -uV -r); do
+		usable "$k" && { echo "$k"; exit 0; }
+	done
+	exit 1
+fi
 
 if [ -n "${RBOND_KVER:-}" ]; then
 	echo "$RBOND_KVER"
@@ -44,5 +61,5 @@ fi
 list=$(grep -v -- '-dbg$' <<< "$list" | grep . | sort -V)
 [ -n "$list" ] || exit 1
 # newest release of the oldest MAJOR.MINOR series
-series=$(head -n1 <<< "$list" | cut -d. -f1,2)
-grep -F "$series." <<< "$list" | grep -E "^${series//./\\.}\\." | tail -n1
+oldest=$(head -n1 <<< "$list" | cut -d. -f1,2)
+grep -E "^${oldest//./\\.}\\." <<< "$list" | tail -n1

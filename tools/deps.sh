@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(
-	build-essential bc bison flex libelf-dev libssl-dev kmod cpio xz-utils
+	build-essential bc bison flex libelf-dev libssl-dev kmod cpio xz-utils zstd
 	linux-image-amd64 linux-headers-amd64
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
@@ -14,18 +14,51 @@ PKGS=(
 )
 [ "${1:-}" = "--debug" ] && PKGS+=(rsync dwarves)
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+export DEBIAN_FRONTEND=noninteractive
+updated=0
+
 missing=()
 for p in "${PKGS[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing+=("$p")
+	installed "$p" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "deps: missing packages: ${missing[*]} (run as root to install)" >&2
-	exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps: missing packages: ${missing[*]} (run as root to install)" >&2
+		exit 1
+	fi
+	echo "deps: installing ${missing[*]}"
+	apt-get update -qq
+	updated=1
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# Optional: bookworm's 6.12 kernel (linux-image/headers-6.12.N+deb12-amd64,
+# the newest N apt knows) for the compat build (tools/run-tests.sh builds
+# the module against it too) and manual runtime checks
+# (tools/kver-lane.sh).  Never the default kernel (tools/default-kver.sh);
+# never fatal: without it those checks are skipped.  RBOND_K612=0 skips it.
+[ "${RBOND_K612:-1}" = 0 ] && exit 0
+newest_612() {
+	apt-cache pkgnames linux-headers-6.12. 2>/dev/null |
+		grep -E '^linux-headers-6\.12\.[0-9]+\+deb12-amd64$' |
+		sed 's/^linux-headers-//' | sort -V | tail -n1 || true
+}
+k612=$(newest_612)
+if [ -z "$k612" ] && [ $updated = 0 ] && [ "$(id -u)" -eq 0 ]; then
+	apt-get update -qq || true
+	k612=$(newest_612)
+fi
+if [ -z "$k612" ]; then
+	echo "deps: warning: no linux-headers-6.12.*+deb12-amd64 in apt; 6.12 checks will be skipped" >&2
+	exit 0
+fi
+installed "linux-image-$k612" && installed "linux-headers-$k612" && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: warning: 6.12 kernel $k612 not installed (run as root to install)" >&2
+	exit 0
+fi
+echo "deps: installing linux-image-$k612 linux-headers-$k612 (optional 6.12 checks)"
+apt-get install -y -qq --no-install-recommends "linux-image-$k612" "linux-headers-$k612" >/dev/null ||
+	echo "deps: warning: could not install the 6.12 kernel $k612; 6.12 checks will be skipped" >&2
+exit 0
