@@ -69,7 +69,7 @@ done
 policy adaptive
 ord "adaptive, strict MRs" -n 8 -s 262144
 # an error on a striped QP: later WQEs flush, also those other rails carried
-f0=$(stat qp_failed)
+f0=$(stat qp_failed); s0=$(stat striped)
 for pol in adaptive round-robin; do
 	policy $pol || fail "cannot set policy $pol"
 	ord "error, $pol" -E -R -n 16 -s 65536
@@ -77,6 +77,8 @@ done
 policy adaptive
 [ "$(stat qp_failed)" -ge $((f0 + 2)) ]
 log_test $? "bond QPs failed as a whole ($(($(stat qp_failed) - f0)) QPs)"
+[ "$(stat striped)" -gt "$s0" ]
+log_test $? "error cases ran striped ($(($(stat striped) - s0)) WQEs on extra rails)"
 log "after conformance: $(stats)"
 [ "$(stat qp_up)" -ge 2 ]
 log_test $? "bond QPs went multi-rail (qp_up=$(stat qp_up))"

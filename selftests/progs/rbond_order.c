@@ -583,6 +583,22 @@ static bool client_error(void)
 	bool ok = sync_ok(wc != NULL);
 
 	pat_fill(b_src, region(n), 500, 0);
+	/*
+	 * Warm up for ~2 s so that a bond QP is multi-rail (and has the
+	 * rkey's translation) before the error: WQEs posted right after
+	 * connecting run on the home rail only.
+	 */
+	for (t = 0; ok && t < 10; t++) {
+		for (i = 0; ok && i < n; i++)
+			ok = !post(0xE200 + i, IBV_WR_RDMA_WRITE, b_src + region(i),
+				   opt.size, mr_src->lkey, peer.data_addr + region(i),
+				   peer.data_rkey, 0, 0);
+		got = ok ? poll_n(cq, wc, n, opt.timeout_s * 1000) : 0;
+		for (i = 0; ok && i < n; i++)
+			ok = got == n && wc[i].status == IBV_WC_SUCCESS;
+		usleep(200000);
+	}
+	tap_ok(ok, "E. warm-up: 10 x %d WRITEs", n);
 	for (i = 0; ok && i < k; i++) {
 		uint64_t raddr = peer.data_addr + region(i % n);
 
