@@ -19,6 +19,7 @@
 #ifndef RBOND_H
 #define RBOND_H
 
+#include <linux/interrupt.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -143,6 +144,7 @@ struct rbond_cq {
 	u32 tail;			/* next to poll */
 	u8 notify;			/* IB_CQ_{NEXT_COMP,SOLICITED} or 0 */
 	bool overflow;
+	struct tasklet_struct poll_task; /* polls the member CQs */
 };
 
 #define RBOND_SWQE_SIGNALED	BIT(0)

@@ -3,12 +3,14 @@
  * rdma_bond: completion queues.
  *
  * A bond CQ is a software ring of struct ib_wc fed by one kernel CQ per rail.
- * The member CQs' completion handlers (softirq or hardirq context) poll
- * their member, translate each completion through the owning bond QP's
- * shadow queues (application wr_id, posting order, bond QP) and push it to
- * the ring under cq->lock; they then call the bond CQ's comp_handler if it
- * was armed.  poll_cq and req_notify_cq only touch the ring: nothing here
- * sleeps.
+ * The member CQs' completion handlers only schedule the bond CQ's tasklet:
+ * a member may call its handler with its own CQ lock held (rxe does from
+ * 6.4 on, from a workqueue), so polling or re-arming the member there would
+ * deadlock.  The tasklet (softirq) polls the members, translates each
+ * completion through the owning bond QP's shadow queues (application wr_id,
+ * posting order, bond QP) and pushes it to the ring under cq->lock; it then
+ * calls the bond CQ's comp_handler if it was armed.  poll_cq and
+ * req_notify_cq only touch the ring: nothing here sleeps.
  */
 #include "rbond.h"
 
@@ -72,18 +74,30 @@ static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
 	return false;
 }
 
-static void rbond_cq_member_comp(struct ib_cq *mcq, void *ctx)
+/* Softirq: poll every member CQ (cheap when empty). */
+static void rbond_cq_poll_task(struct tasklet_struct *t)
 {
-	struct rbond_cq *cq = ctx;
+	struct rbond_cq *cq = from_tasklet(cq, t, poll_task);
+	bool notify = false, overflow;
 	unsigned long flags;
-	bool notify, overflow;
+	unsigned int i;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	notify = rbond_cq_poll_member_locked(cq, mcq);
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (cq->member[i])
+			notify |= rbond_cq_poll_member_locked(cq, cq->member[i]);
 	overflow = cq->overflow;
 	cq->overflow = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
 	rbond_cq_notify(cq, notify, overflow);
+}
+
+/* Any context, possibly under the member's CQ lock: defer. */
+static void rbond_cq_member_comp(struct ib_cq *mcq, void *ctx)
+{
+	struct rbond_cq *cq = ctx;
+
+	tasklet_schedule(&cq->poll_task);
 }
 
 static void rbond_cq_member_event(struct ib_event *event, void *ctx)
@@ -156,6 +170,7 @@ int rbond_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	spin_lock_init(&cq->lock);
+	tasklet_setup(&cq->poll_task, rbond_cq_poll_task);
 	cq->size = roundup_pow_of_two(attr->cqe + 1);
 	cq->ring = kvcalloc(cq->size, sizeof(*cq->ring), GFP_KERNEL);
 	if (!cq->ring)
@@ -189,6 +204,7 @@ err_free_members:
 	rbond_cq_free_members(cq);
 err_unlock:
 	mutex_unlock(&bond->lock);
+	tasklet_kill(&cq->poll_task);
 	kvfree(cq->ring);
 	return ret;
 }
@@ -202,6 +218,7 @@ int rbond_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	list_del(&cq->list);
 	rbond_cq_free_members(cq);
 	mutex_unlock(&bond->lock);
+	tasklet_kill(&cq->poll_task);
 	kvfree(cq->ring);
 	return 0;
 }
@@ -214,10 +231,11 @@ void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail)
 
 	if (!mcq)
 		return;
-	ib_destroy_cq(mcq);
+	/* Out of the poll task's sight (it polls under cq->lock) first. */
 	spin_lock_irqsave(&cq->lock, flags);
 	cq->member[rail] = NULL;
 	spin_unlock_irqrestore(&cq->lock, flags);
+	ib_destroy_cq(mcq);
 }
 
 int rbond_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
