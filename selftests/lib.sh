@@ -284,7 +284,12 @@ wire_intervals() {
 rbond_install() {
 	local d=/lib/modules/$(uname -r)/extra
 	[ -f "$RBOND_KO" ] || return 1
-	mkdir -p "$d" && cp "$RBOND_KO" "$d/" && depmod -a || return 1
+	# depmod reads every module of the kernel: minutes under TCG for
+	# xz-compressed ones (Debian's 6.12); once per guest is enough.
+	if ! cmp -s "$RBOND_KO" "$d/rdma_bond.ko" ||
+	   ! grep -q '^extra/rdma_bond.ko:' "/lib/modules/$(uname -r)/modules.dep"; then
+		mkdir -p "$d" && cp "$RBOND_KO" "$d/" && depmod -a || return 1
+	fi
 	[ -z "${RBOND_MODPARAMS:-}" ] || modprobe rdma_bond $RBOND_MODPARAMS
 }
 rbond_unload() { modprobe -r rdma_bond 2>/dev/null || rmmod rdma_bond 2>/dev/null; true; }

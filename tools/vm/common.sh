@@ -21,7 +21,7 @@ vm_pick_kver() {
 # in the cache; a Debian kernel is /boot/vmlinuz-KVER, decompressed once to an
 # ELF vmlinux (PVH entry) because decompression costs ~4 s under TCG.
 vm_kernel_image() {
-	local kver=$1 img out off
+	local kver=$1 img out off tmp fmt
 	for out in vmlinux bzImage; do
 		if [ -f "$RBOND_CACHE/kernels/$kver/$out" ]; then
 			echo "$RBOND_CACHE/kernels/$kver/$out"
@@ -33,14 +33,22 @@ vm_kernel_image() {
 	out=$RBOND_CACHE/vmlinux-$kver
 	if [ ! -s "$out" ] || [ "$out" -ot "$img" ]; then
 		mkdir -p "$RBOND_CACHE"
-		# The payload of an XZ bzImage starts at the xz magic FD 37 7A 58 5A 00.
-		off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$img" | head -n1 | cut -d: -f1)
-		if [ -n "$off" ] &&
-		   tail -c +$((off + 1)) "$img" | xz -dc 2>/dev/null > "$out.tmp" ; [ -s "$out.tmp" ] &&
-		   head -c 4 "$out.tmp" | grep -q ELF; then
-			mv "$out.tmp" "$out"
-		else
-			rm -f "$out.tmp"
+		# The payload of a compressed bzImage starts at its compressor's
+		# magic: xz FD 37 7A 58 5A 00 (Debian's 6.1), zstd 28 B5 2F FD
+		# (Debian's 6.12).  Without the tool or the magic: boot the bzImage.
+		tmp=$out.tmp.$$
+		for fmt in 'xz:\xfd7zXZ\x00' 'zstd:\x28\xb5\x2f\xfd'; do
+			command -v "${fmt%%:*}" >/dev/null || continue
+			off=$(LC_ALL=C grep -obUaP "${fmt#*:}" "$img" | head -n1 | cut -d: -f1)
+			[ -n "$off" ] || continue
+			tail -c +$((off + 1)) "$img" | "${fmt%%:*}" -dc 2>/dev/null > "$tmp"
+			if [ -s "$tmp" ] && head -c 4 "$tmp" | grep -q ELF; then
+				mv "$tmp" "$out"
+				break
+			fi
+		done
+		rm -f "$tmp"
+		if [ ! -s "$out" ] || [ "$out" -ot "$img" ]; then
 			echo "$img"
 			return
 		fi
@@ -56,7 +64,11 @@ vm_initramfs() {
 	local kver=$1 out=$RBOND_CACHE/initramfs-$kver.cpio.gz
 	local stamp m f tmp modroot=/lib/modules/$kver
 	[ -d "$RBOND_CACHE/kernels/$kver/modules" ] && modroot=$RBOND_CACHE/kernels/$kver/modules
-	stamp=$(cat "$VM_DIR/init" "$modroot/modules.dep" /bin/busybox 2>/dev/null | md5sum | cut -c1-16)
+	# (xz-compressed modules, Debian's 6.12: stored decompressed, so that
+	# busybox insmod needs no fallback; the marker re-keys such images only)
+	stamp=$( { cat "$VM_DIR/init" "$modroot/modules.dep" /bin/busybox
+		   grep -q '\.ko\.xz:' "$modroot/modules.dep" && echo xz-decompressed; } 2>/dev/null |
+		 md5sum | cut -c1-16)
 	if [ -s "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
 		echo "$out"
 		return
@@ -74,12 +86,18 @@ vm_initramfs() {
 			# built in: nothing to load
 			continue
 		fi
-		cp "$modroot/$f" "$tmp/mods/"
+		case $f in
+		*.ko.xz)
+			xz -dc "$modroot/$f" > "$tmp/mods/$(basename "$f" .xz)" ||
+				vm_die "cannot decompress $modroot/$f"
+			f=${f%.xz} ;;
+		*)	cp "$modroot/$f" "$tmp/mods/" ;;
+		esac
 		echo "$(basename "$f")" >> "$tmp/mods/order"
 	done
 	mkdir -p "$RBOND_CACHE"
-	(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp"
-	mv "$out.tmp" "$out"
+	(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp.$$"
+	mv "$out.tmp.$$" "$out"
 	echo "$stamp" > "$out.stamp"
 	rm -rf "$tmp"
 	echo "$out"
