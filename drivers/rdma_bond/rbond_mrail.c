@@ -39,10 +39,10 @@
 
 #include "rbond_ctrl.h"
 
-bool rbond_multirail;
+bool rbond_multirail = true;
 module_param_named(multirail, rbond_multirail, bool, 0644);
 MODULE_PARM_DESC(multirail,
-		 "Negotiate extra rails with bond peers for QPs created while set (default off)");
+		 "Negotiate extra rails with bond peers for QPs created while set (default on)");
 
 struct rbond_mstats rbond_mstats;
 
