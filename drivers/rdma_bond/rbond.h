@@ -310,6 +310,8 @@ int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
+		   u8 wc_opcode, u8 rail, u64 bytes);
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 const struct ib_wc *mwc);
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);

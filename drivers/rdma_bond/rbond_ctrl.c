@@ -367,21 +367,28 @@ struct rbond_cm_pdata {
 	u8 rsvd[3];
 };
 
+/* Our private data and connection parameters: the same for both sides. */
+static void rbond_cm_conn_param(struct rdma_conn_param *param,
+				struct rbond_cm_pdata *mine)
+{
+	*mine = (struct rbond_cm_pdata) {
+		.magic = cpu_to_be32(RBOND_CTRL_MAGIC),
+		.version = RBOND_CTRL_VERSION,
+	};
+	*param = (struct rdma_conn_param) {
+		.private_data = mine,
+		.private_data_len = sizeof(*mine),
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+}
+
 static int rbond_ctrl_accept(struct rdma_cm_id *id,
 			     struct rdma_cm_event *ev)
 {
 	const struct rbond_cm_pdata *pd = ev->param.conn.private_data;
-	struct rbond_cm_pdata mine = {
-		.magic = cpu_to_be32(RBOND_CTRL_MAGIC),
-		.version = RBOND_CTRL_VERSION,
-	};
-	struct rdma_conn_param param = {
-		.private_data = &mine,
-		.private_data_len = sizeof(mine),
-		.responder_resources = 0,
-		.initiator_depth = 0,
-		.rnr_retry_count = 7,
-	};
+	struct rbond_cm_pdata mine;
+	struct rdma_conn_param param;
 	struct sockaddr_in *src = (struct sockaddr_in *)&id->route.addr.src_addr;
 	struct sockaddr_in *dst = (struct sockaddr_in *)&id->route.addr.dst_addr;
 	struct rbond_conn *conn;
@@ -410,6 +417,7 @@ static int rbond_ctrl_accept(struct rdma_cm_id *id,
 	}
 	list_add_tail(&conn->list, &rbond_conns);
 	mutex_unlock(&rbond_conn_mutex);
+	rbond_cm_conn_param(&param, &mine);
 	ret = rdma_accept(id, &param);
 	if (ret) {
 		/* ESTABLISHED never comes: the id goes with the return. */
@@ -435,16 +443,8 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 				 struct rdma_cm_event *ev)
 {
 	struct rbond_conn *conn = id->context;
-	struct rbond_cm_pdata mine = {
-		.magic = cpu_to_be32(RBOND_CTRL_MAGIC),
-		.version = RBOND_CTRL_VERSION,
-	};
-	struct rdma_conn_param param = {
-		.private_data = &mine,
-		.private_data_len = sizeof(mine),
-		.retry_count = 7,
-		.rnr_retry_count = 7,
-	};
+	struct rbond_cm_pdata mine;
+	struct rdma_conn_param param;
 	unsigned long flags;
 	int ret;
 
@@ -458,8 +458,10 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 		return 0;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = rbond_conn_setup(conn, id);
-		if (!ret)
+		if (!ret) {
+			rbond_cm_conn_param(&param, &mine);
 			ret = rdma_connect_locked(id, &param);
+		}
 		if (ret)
 			rbond_conn_fail(conn, true);
 		return 0;

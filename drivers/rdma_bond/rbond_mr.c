@@ -106,30 +106,70 @@ static int rbond_mr_publish(struct rbond_dev *bond, struct rbond_pd *pd,
 	return 0;
 }
 
+static void rbond_mr_free_members(struct rbond_mr *mr)
+{
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		rbond_mr_remove_rail(mr, i);
+}
+
+/*
+ * A new MR of @pd, returned with bond->lock held and *key set to the rail
+ * whose keys become the bond's; the caller fills its members and ends with
+ * rbond_mr_finish().
+ */
+static struct rbond_mr *rbond_mr_start(struct rbond_dev *bond,
+				       struct rbond_pd *pd, int *key)
+{
+	struct rbond_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pd = pd;
+	mutex_lock(&bond->lock);
+	*key = rbond_key_rail(bond, pd);
+	if (*key < 0) {
+		mutex_unlock(&bond->lock);
+		kfree(mr);
+		return ERR_PTR(*key);
+	}
+	return mr;
+}
+
+/* Publish @mr, or (@ret, or publishing failed) undo it; drops bond->lock. */
+static struct ib_mr *rbond_mr_finish(struct rbond_dev *bond,
+				     struct rbond_pd *pd, struct rbond_mr *mr,
+				     int ret)
+{
+	if (!ret)
+		ret = rbond_mr_publish(bond, pd, mr);
+	if (ret)
+		rbond_mr_free_members(mr);
+	mutex_unlock(&bond->lock);
+	if (ret) {
+		kfree(mr);
+		return ERR_PTR(ret);
+	}
+	return &mr->ibmr;
+}
+
 struct ib_mr *rbond_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct rbond_dev *bond = to_rbond_dev(ibpd->device);
 	struct rbond_pd *pd = to_rbond_pd(ibpd);
 	struct rbond_mr *mr;
 	unsigned int i;
-	int key, ret;
+	int key;
 
 	/* Kernel only; remote access to all memory is not offered. */
 	if (access & ~IB_ACCESS_LOCAL_WRITE)
 		return ERR_PTR(-EOPNOTSUPP);
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	mr->pd = pd;
+	mr = rbond_mr_start(bond, pd, &key);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
 	mr->dma = true;
-
-	mutex_lock(&bond->lock);
-	key = rbond_key_rail(bond, pd);
-	if (key < 0) {
-		ret = key;
-		goto err_unlock;
-	}
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		if (!pd->member[i])
 			continue;
@@ -138,24 +178,7 @@ struct ib_mr *rbond_get_dma_mr(struct ib_pd *ibpd, int access)
 	}
 	mr->ibmr.lkey = mr->lkey[key];
 	mr->ibmr.rkey = 0;
-	ret = rbond_mr_publish(bond, pd, mr);
-	if (ret)
-		goto err_unlock;
-	mutex_unlock(&bond->lock);
-	return &mr->ibmr;
-
-err_unlock:
-	mutex_unlock(&bond->lock);
-	kfree(mr);
-	return ERR_PTR(ret);
-}
-
-static void rbond_mr_free_members(struct rbond_mr *mr)
-{
-	unsigned int i;
-
-	for (i = 0; i < RBOND_MAX_RAILS; i++)
-		rbond_mr_remove_rail(mr, i);
+	return rbond_mr_finish(bond, pd, mr, 0);
 }
 
 struct ib_mr *rbond_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -169,17 +192,9 @@ struct ib_mr *rbond_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	int key, ret;
 
 	/* No driver-specific udata: inlen/outlen are ignored. */
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	mr->pd = pd;
-
-	mutex_lock(&bond->lock);
-	key = rbond_key_rail(bond, pd);
-	if (key < 0) {
-		ret = key;
-		goto err_unlock;
-	}
+	mr = rbond_mr_start(bond, pd, &key);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct ib_mr *mmr;
 
@@ -192,7 +207,7 @@ struct ib_mr *rbond_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			ret = PTR_ERR(mmr);
 			ibdev_dbg(&bond->ibdev,
 				  "reg_user_mr on rail %u failed: %d\n", i, ret);
-			goto err_free_members;
+			return rbond_mr_finish(bond, pd, mr, ret);
 		}
 		mr->member[i] = mmr;
 		mr->lkey[i] = mmr->lkey;
@@ -203,18 +218,7 @@ struct ib_mr *rbond_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->ibmr.rkey = mr->member[key]->rkey;
 	mr->ibmr.iova = virt_addr;
 	mr->ibmr.length = length;
-	ret = rbond_mr_publish(bond, pd, mr);
-	if (ret)
-		goto err_free_members;
-	mutex_unlock(&bond->lock);
-	return &mr->ibmr;
-
-err_free_members:
-	rbond_mr_free_members(mr);
-err_unlock:
-	mutex_unlock(&bond->lock);
-	kfree(mr);
-	return ERR_PTR(ret);
+	return rbond_mr_finish(bond, pd, mr, 0);
 }
 
 int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

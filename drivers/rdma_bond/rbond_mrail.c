@@ -1605,21 +1605,10 @@ static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
 static u32 rbond_alloc_slot(struct rbond_qp *qp, const struct ib_send_wr *wr,
 			    u8 wc_opcode, u64 bytes, bool app_visible)
 {
-	u32 seq = qp->sq_head++;
-	struct rbond_swqe *e = &qp->sq[seq & (qp->sq_size - 1)];
+	u32 seq = rbond_sq_alloc(qp, wr, wc_opcode, RBOND_RAIL_PEND, bytes);
 
-	e->wr_id = wr->wr_id;
-	e->opcode = wc_opcode;
-	e->rail = RBOND_RAIL_PEND;
-	e->status = IB_WC_SUCCESS;
-	e->byte_len = bytes;
-	e->vendor_err = 0;
 	if (!app_visible)
-		e->flags = RBOND_SWQE_CHUNK;
-	else if (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED))
-		e->flags = RBOND_SWQE_SIGNALED;
-	else
-		e->flags = 0;
+		qp->sq[seq & (qp->sq_size - 1)].flags = RBOND_SWQE_CHUNK;
 	return seq;
 }
 

@@ -471,6 +471,24 @@ static int rbond_translate_sges(struct rbond_qp *qp, unsigned int rail,
 	return ret;
 }
 
+/* A new shadow send slot for @wr (sq_lock held, room checked): its seq. */
+u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
+		   u8 wc_opcode, u8 rail, u64 bytes)
+{
+	u32 seq = qp->sq_head++;
+	struct rbond_swqe *e = &qp->sq[seq & (qp->sq_size - 1)];
+
+	e->wr_id = wr->wr_id;
+	e->opcode = wc_opcode;
+	e->rail = rail;
+	e->status = IB_WC_SUCCESS;
+	e->byte_len = bytes;
+	e->vendor_err = 0;
+	e->flags = (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED)) ?
+		   RBOND_SWQE_SIGNALED : 0;
+	return seq;
+}
+
 static int rbond_post_one_send(struct rbond_qp *qp,
 			       const struct ib_send_wr *wr)
 {
@@ -563,16 +581,8 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 		spin_unlock(&qp->sq_lock);
 		return -ENOMEM;
 	}
-	seq = qp->sq_head++;
+	seq = rbond_sq_alloc(qp, wr, wc_opcode, rail, bytes);
 	e = &qp->sq[seq & (qp->sq_size - 1)];
-	e->wr_id = wr->wr_id;
-	e->opcode = wc_opcode;
-	e->rail = rail;
-	e->status = IB_WC_SUCCESS;
-	e->byte_len = bytes;
-	e->vendor_err = 0;
-	e->flags = (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED)) ?
-		   RBOND_SWQE_SIGNALED : 0;
 	if (rbond_mrail_account_old(qp, e))
 		mwr.send.send_flags |= IB_SEND_SIGNALED;
 	spin_unlock(&qp->sq_lock);
