@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,6 +139,26 @@ void qp_local_info(struct dev *d, struct ibv_qp *qp, uint32_t psn,
 	out->mtu = d->port.active_mtu;
 }
 
+void qp_wire_pack(struct qp_wire *w, const struct qp_info *in)
+{
+	memset(w, 0, sizeof(*w));
+	w->qpn = htobe32(in->qpn);
+	w->psn = htobe32(in->psn);
+	memcpy(w->gid, in->gid.raw, sizeof(w->gid));
+	w->lid = htobe16(in->lid);
+	w->mtu = in->mtu;
+}
+
+void qp_wire_unpack(const struct qp_wire *w, struct qp_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->qpn = be32toh(w->qpn);
+	out->psn = be32toh(w->psn);
+	memcpy(out->gid.raw, w->gid, sizeof(w->gid));
+	out->lid = be16toh(w->lid);
+	out->mtu = w->mtu;
+}
+
 int qp_to_init(struct dev *d, struct ibv_qp *qp, int access)
 {
 	struct ibv_qp_attr a = {
@@ -230,6 +254,79 @@ long pat_check(const void *buf, size_t len, uint32_t seed, uint64_t off)
 		if (p[i] != pat_byte(seed, off + i))
 			return (long)i;
 	return -1;
+}
+
+int tcp_connect(const char *server, int port, int timeout_ms)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	uint64_t end = now_ms() + timeout_ms;
+	struct addrinfo *res;
+	int s, l, one = 1;
+	char sport[16];
+
+	if (server) {
+		snprintf(sport, sizeof(sport), "%d", port);
+		if (getaddrinfo(server, sport, &hints, &res)) {
+			diag("cannot resolve %s", server);
+			return -1;
+		}
+		for (;;) {
+			s = socket(AF_INET, SOCK_STREAM, 0);
+			if (s >= 0 && !connect(s, res->ai_addr, res->ai_addrlen))
+				break;
+			if (s >= 0)
+				close(s);
+			if (now_ms() > end) {
+				diag("connect %s:%d: %s", server, port, strerror(errno));
+				freeaddrinfo(res);
+				return -1;
+			}
+			usleep(100000);
+		}
+		freeaddrinfo(res);
+		return s;
+	}
+	a.sin_port = htons(port);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	if (l >= 0)
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (void *)&a, sizeof(a)) || listen(l, 1)) {
+		diag("listen on %d: %s", port, strerror(errno));
+		if (l >= 0)
+			close(l);
+		return -1;
+	}
+	s = accept(l, NULL, NULL);
+	close(l);
+	return s;
+}
+
+int xfer(int sock, const void *out, void *in, size_t len)
+{
+	size_t done;
+	ssize_t r;
+
+	for (done = 0; done < len; done += r) {
+		r = write(sock, (const char *)out + done, len - done);
+		if (r <= 0)
+			return -1;
+	}
+	for (done = 0; done < len; done += r) {
+		r = read(sock, (char *)in + done, len - done);
+		if (r <= 0)
+			return -1;
+	}
+	return 0;
+}
+
+bool sync_ok(int sock, bool ok)
+{
+	uint8_t a = ok, b = 0;
+
+	if (xfer(sock, &a, &b, sizeof(a)))
+		return false;
+	return ok && b;
 }
 
 const char *wc_status_name(enum ibv_wc_status s)

@@ -38,6 +38,20 @@ struct qp_info {
 	uint8_t mtu; /* enum ibv_mtu */
 };
 
+/*
+ * Connection data of one QP end as sent to the peer (network byte order).
+ * Each program's own wire struct starts with it and appends its extras.
+ */
+struct qp_wire {
+	uint32_t qpn, psn;
+	uint8_t gid[16];
+	uint16_t lid;
+	uint8_t mtu, pad;
+} __attribute__((packed));
+
+void qp_wire_pack(struct qp_wire *w, const struct qp_info *in);
+void qp_wire_unpack(const struct qp_wire *w, struct qp_info *out);
+
 struct conn_opts {
 	uint8_t timeout;	/* local ACK timeout (IB encoding) */
 	uint8_t retry_cnt;
@@ -71,6 +85,17 @@ static inline uint8_t pat_byte(uint32_t seed, uint64_t off)
 void pat_fill(void *buf, size_t len, uint32_t seed, uint64_t off);
 /* Returns the index of the first bad byte, or -1 */
 long pat_check(const void *buf, size_t len, uint32_t seed, uint64_t off);
+
+/*
+ * TCP rendezvous.  With server set, connect to server:port, retrying until
+ * timeout_ms; without, listen on port and accept one peer.  Returns the
+ * socket or -1.
+ */
+int tcp_connect(const char *server, int port, int timeout_ms);
+/* Send len bytes of out, then receive len bytes into in; 0 or -1. */
+int xfer(int sock, const void *out, void *in, size_t len);
+/* Exchange one status byte: true only if both sides are ok. */
+bool sync_ok(int sock, bool ok);
 
 const char *wc_status_name(enum ibv_wc_status s);
 uint64_t now_ms(void);

@@ -24,24 +24,18 @@
  *          -n ROUNDS (8)  -u ACK_TIMEOUT (18)  -R (data MRs relaxed-ordered)
  *          -T SECONDS (60, per wait)
  */
-#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common.h"
 
 struct wire {
-	uint32_t qpn, psn;
-	uint8_t gid[16];
-	uint16_t lid;
-	uint8_t mtu, pad;
+	struct qp_wire qp;
 	uint32_t data_rkey, flag_rkey;
 	uint64_t data_addr, flag_addr, len;
 } __attribute__((packed));
@@ -73,76 +67,6 @@ static uint64_t *b_small;	/* flag values, atomic results */
 static struct ibv_mr *mr_data, *mr_flag;
 static uint8_t *b_data;
 static volatile uint64_t *b_flag;
-
-static int tcp_connect(void)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	struct addrinfo *res;
-	uint64_t end = now_ms() + 20000;
-	int s, l, one = 1;
-	char port[16];
-
-	snprintf(port, sizeof(port), "%d", opt.port);
-	if (opt.server) {
-		if (getaddrinfo(opt.server, port, &hints, &res))
-			return -1;
-		for (;;) {
-			s = socket(AF_INET, SOCK_STREAM, 0);
-			if (s >= 0 && !connect(s, res->ai_addr, res->ai_addrlen))
-				break;
-			if (s >= 0)
-				close(s);
-			if (now_ms() > end) {
-				freeaddrinfo(res);
-				return -1;
-			}
-			usleep(100000);
-		}
-		freeaddrinfo(res);
-		return s;
-	}
-	a.sin_port = htons(opt.port);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0)
-		return -1;
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (void *)&a, sizeof(a)) || listen(l, 1)) {
-		close(l);
-		return -1;
-	}
-	s = accept(l, NULL, NULL);
-	close(l);
-	return s;
-}
-
-static int xfer(const void *out, void *in, size_t len)
-{
-	size_t done;
-	ssize_t r;
-
-	for (done = 0; done < len; done += r) {
-		r = write(sock, (const char *)out + done, len - done);
-		if (r <= 0)
-			return -1;
-	}
-	for (done = 0; done < len; done += r) {
-		r = read(sock, (char *)in + done, len - done);
-		if (r <= 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* Exchange one status word: both sides learn whether the other is ok. */
-static bool sync_ok(bool ok)
-{
-	uint32_t a = ok, b = 0;
-
-	if (xfer(&a, &b, sizeof(a)))
-		return false;
-	return ok && b;
-}
 
 static struct ibv_mr *reg(void **buf, size_t len, int access)
 {
@@ -250,7 +174,7 @@ static bool client_flag(void)
 		pat_fill(b_src + region(r), opt.size, 100 + r, 0);
 		b_small[r] = r + 1;
 	}
-	ok = sync_ok(ok);
+	ok = sync_ok(sock, ok);
 	for (r = 0; ok && r < n; r++) {
 		ops[k] = IBV_WR_RDMA_WRITE;
 		ok = !post(0xA000 + k++, IBV_WR_RDMA_WRITE, b_src + region(r),
@@ -265,7 +189,7 @@ static bool client_flag(void)
 	tap_ok(ok, "A. %d x (data WRITE %zu B, flag WRITE to a strict MR): completions in order",
 	       n, opt.size);
 	free(ops);
-	return sync_ok(ok);
+	return sync_ok(sock, ok);
 }
 
 static bool server_flag(void)
@@ -277,7 +201,7 @@ static bool server_flag(void)
 
 	memset(b_data, 0, region(n));
 	*b_flag = 0;
-	ok = sync_ok(ok);
+	ok = sync_ok(sock, ok);
 	while (ok && seen < n) {
 		v = *b_flag;
 		__sync_synchronize();
@@ -300,7 +224,7 @@ static bool server_flag(void)
 		}
 	}
 	tap_ok(ok, "A. flag polled: every data region complete when its flag became visible");
-	return sync_ok(ok);
+	return sync_ok(sock, ok);
 }
 
 static bool client_write_read(void)
@@ -314,7 +238,7 @@ static bool client_write_read(void)
 	for (r = 0; r < n; r++)
 		pat_fill(b_src + region(r), opt.size, 200 + r, 0);
 	memset(b_rd, 0, region(n));
-	ok = sync_ok(ok);
+	ok = sync_ok(sock, ok);
 	for (r = 0; ok && r < n; r++) {
 		ops[k] = IBV_WR_RDMA_WRITE;
 		lens[k] = opt.size;
@@ -340,13 +264,13 @@ static bool client_write_read(void)
 	tap_ok(ok, "B. every READ returned the bytes of the WRITE posted before it");
 	free(ops);
 	free(lens);
-	return sync_ok(ok);
+	return sync_ok(sock, ok);
 }
 
 static bool server_write_read(void)
 {
 	pat_fill(b_data, region(opt.n), 999, 0);
-	return sync_ok(sync_ok(true));
+	return sync_ok(sock, sync_ok(sock, true));
 }
 
 static uint64_t word_val(int r)
@@ -367,7 +291,7 @@ static bool client_atomics(void)
 		memcpy(b_src + region(r) + last, &(uint64_t){ word_val(r) }, 8);
 	}
 	memset(res, 0, 3 * n * 8);
-	ok = sync_ok(ok);
+	ok = sync_ok(sock, ok);
 	for (r = 0; ok && r < n; r++) {
 		uint64_t w = peer.data_addr + region(r) + last;
 
@@ -410,8 +334,8 @@ static bool client_atomics(void)
 	tap_ok(ok, "C. each atomic saw the WRITE before it; counter FETCH_ADDs returned 0..%d in order",
 	       n - 1);
 	free(ops);
-	ok = sync_ok(ok);
-	return sync_ok(ok);	/* the server checked its memory */
+	ok = sync_ok(sock, ok);
+	return sync_ok(sock, ok);	/* the server checked its memory */
 }
 
 static bool server_atomics(void)
@@ -423,8 +347,8 @@ static bool server_atomics(void)
 
 	memset(b_data, 0, region(opt.n));
 	b_flag[1] = 0;
-	ok = sync_ok(true);
-	ok = sync_ok(ok);
+	ok = sync_ok(sock, true);
+	ok = sync_ok(sock, ok);
 	for (r = 0; ok && r < opt.n; r++) {
 		uint64_t v;
 
@@ -441,7 +365,7 @@ static bool server_atomics(void)
 		ok = false;
 	}
 	tap_ok(ok, "C. target memory: data, swapped words and counter as posted");
-	return sync_ok(ok);
+	return sync_ok(sock, ok);
 }
 
 static bool client_stale(void)
@@ -452,7 +376,7 @@ static bool client_stale(void)
 	bool ok = true;
 	int i;
 
-	if (xfer(&none, &k1, sizeof(k1)))
+	if (xfer(sock, &none, &k1, sizeof(k1)))
 		return false;
 	k1.rkey = be32toh(k1.rkey);
 	k1.addr = be64toh(k1.addr);
@@ -465,9 +389,9 @@ static bool client_stale(void)
 		usleep(200000);
 	}
 	tap_ok(ok, "D. WRITEs with the first key of the memory");
-	ok = sync_ok(ok);
+	ok = sync_ok(sock, ok);
 	/* the server re-registered: new key */
-	if (!ok || xfer(&none, &k2, sizeof(k2)))
+	if (!ok || xfer(sock, &none, &k2, sizeof(k2)))
 		return false;
 	k2.rkey = be32toh(k2.rkey);
 	k2.addr = be64toh(k2.addr);
@@ -476,8 +400,8 @@ static bool client_stale(void)
 		   k2.addr, k2.rkey, 0, 0) &&
 	     wait_stream("WRITE with the new key", 0xD100, 1, ops, NULL);
 	tap_ok(ok, "D. WRITE with the new key (rkey 0x%x, old 0x%x)", k2.rkey, k1.rkey);
-	ok = sync_ok(ok);
-	ok = sync_ok(ok);	/* server checked and cleared the memory */
+	ok = sync_ok(sock, ok);
+	ok = sync_ok(sock, ok);	/* server checked and cleared the memory */
 	if (!ok)
 		return false;
 	/* the stale key: must fail, and must not touch the memory */
@@ -498,7 +422,7 @@ static bool client_stale(void)
 	}
 	tap_ok(ok, "D. WRITE with the deregistered key fails (%s)",
 	       ok ? wc_status_name(wc.status) : "-");
-	return sync_ok(ok);
+	return sync_ok(sock, ok);
 }
 
 static bool server_stale(void)
@@ -518,9 +442,9 @@ static bool server_stale(void)
 		return false;
 	km.rkey = htobe32(m1->rkey);
 	km.addr = htobe64((uintptr_t)x);
-	if (xfer(&km, &none, sizeof(km)))
+	if (xfer(sock, &km, &none, sizeof(km)))
 		return false;
-	ok = sync_ok(true);
+	ok = sync_ok(sock, true);
 	bad = pat_check(x, opt.size, 400, 0);
 	if (ok && bad >= 0) {
 		diag("first key: byte %ld differs", bad);
@@ -541,9 +465,9 @@ static bool server_stale(void)
 		ok = false;
 	}
 	km.rkey = htobe32(m2 ? m2->rkey : 0);
-	if (xfer(&km, &none, sizeof(km)))
+	if (xfer(sock, &km, &none, sizeof(km)))
 		return false;
-	ok = sync_ok(ok);
+	ok = sync_ok(sock, ok);
 	bad = pat_check(x, opt.size, 401, 0);
 	if (ok && bad >= 0) {
 		diag("new key: byte %ld differs", bad);
@@ -551,8 +475,8 @@ static bool server_stale(void)
 	}
 	tap_ok(ok, "D. memory re-registered; the WRITE with the new key landed");
 	memset(x, 0, opt.size);
-	ok = sync_ok(ok);
-	ok = sync_ok(ok);	/* client saw the stale WRITE complete */
+	ok = sync_ok(sock, ok);
+	ok = sync_ok(sock, ok);	/* client saw the stale WRITE complete */
 	usleep(500000);		/* anything still on a wire lands now */
 	for (i = 0; i < (int)opt.size && !x[i]; i++)
 		;
@@ -580,7 +504,7 @@ static bool client_error(void)
 	struct ibv_wc *wc = calloc(k + 1, sizeof(*wc));
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr qa;
-	bool ok = sync_ok(wc != NULL);
+	bool ok = sync_ok(sock, wc != NULL);
 
 	pat_fill(b_src, region(n), 500, 0);
 	/*
@@ -662,7 +586,7 @@ static bool client_error(void)
 		tap_ok(true, "E. WRITE posted in the error state refused at post time");
 	}
 	free(wc);
-	return sync_ok(ok);
+	return sync_ok(sock, ok);
 }
 
 int main(int argc, char **argv)
@@ -740,18 +664,14 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	sock = tcp_connect();
+	sock = tcp_connect(opt.server, opt.port, 20000);
 	if (sock < 0) {
 		tap_ok(false, "TCP handshake");
 		goto out;
 	}
 	qp_local_info(&d, qp, (getpid() * 2654435761u) & 0xffffff, &me);
 	memset(&w, 0, sizeof(w));
-	w.qpn = htobe32(me.qpn);
-	w.psn = htobe32(me.psn);
-	memcpy(w.gid, me.gid.raw, 16);
-	w.lid = htobe16(me.lid);
-	w.mtu = me.mtu;
+	qp_wire_pack(&w.qp, &me);
 	if (mr_data) {
 		w.data_rkey = htobe32(mr_data->rkey);
 		w.flag_rkey = htobe32(mr_flag->rkey);
@@ -759,13 +679,10 @@ int main(int argc, char **argv)
 		w.flag_addr = htobe64((uintptr_t)b_flag);
 	}
 	w.len = htobe64(len);
-	if (xfer(&w, &peer, sizeof(peer))) {
+	if (xfer(sock, &w, &peer, sizeof(peer))) {
 		tap_ok(false, "exchange connection data");
 		goto out;
 	}
-	peer.qpn = be32toh(peer.qpn);
-	peer.psn = be32toh(peer.psn);
-	peer.lid = be16toh(peer.lid);
 	peer.data_rkey = be32toh(peer.data_rkey);
 	peer.flag_rkey = be32toh(peer.flag_rkey);
 	peer.data_addr = be64toh(peer.data_addr);
@@ -774,11 +691,7 @@ int main(int argc, char **argv)
 		tap_ok(false, "peer region differs: same -n/-s on both ends");
 		goto out;
 	}
-	pi.qpn = peer.qpn;
-	pi.psn = peer.psn;
-	memcpy(pi.gid.raw, peer.gid, 16);
-	pi.lid = peer.lid;
-	pi.mtu = peer.mtu;
+	qp_wire_unpack(&peer.qp, &pi);
 	conn_opts_default(&co);
 	co.timeout = opt.ack_timeout;
 	co.max_rd_atomic = 16;
@@ -789,7 +702,7 @@ int main(int argc, char **argv)
 		tap_ok(false, "connect QP: %s", strerror(errno));
 		goto out;
 	}
-	if (!sync_ok(true)) {
+	if (!sync_ok(sock, true)) {
 		tap_ok(false, "QP connected on both ends");
 		goto out;
 	}
@@ -797,7 +710,8 @@ int main(int argc, char **argv)
 		if (opt.server)
 			client_error();
 		else
-			tap_ok(sync_ok(sync_ok(true)), "E. (target) the client's error case ran");
+			tap_ok(sync_ok(sock, sync_ok(sock, true)),
+			       "E. (target) the client's error case ran");
 	} else if (opt.server) {
 		if (client_flag() && client_write_read() && client_atomics())
 			client_stale();

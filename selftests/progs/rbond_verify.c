@@ -14,17 +14,14 @@
  *          -e (wait with completion events)  -T SECONDS (60, per phase)
  * Output is TAP-like; exit status 0 only if every check passed.
  */
-#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -37,10 +34,7 @@
 #define WR_READ   0x4000000u
 
 struct wire {
-	uint32_t qpn, psn;
-	uint8_t gid[16];
-	uint16_t lid;
-	uint8_t mtu, pad;
+	struct qp_wire qp;
 	uint32_t rkey;
 	uint64_t addr, len;
 } __attribute__((packed));
@@ -63,78 +57,6 @@ static uint8_t *b_send, *b_recv, *b_tgt, *b_read;
 static int sock = -1;
 static uint32_t my_seed, peer_seed;
 static struct wire peer;
-
-static int tcp_connect(void)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	char port[16];
-	uint64_t end = now_ms() + 20000;
-	int s, one = 1;
-
-	snprintf(port, sizeof(port), "%d", opt.port);
-	if (opt.server) {
-		if (getaddrinfo(opt.server, port, &hints, &res)) {
-			diag("cannot resolve %s", opt.server);
-			return -1;
-		}
-		for (;;) {
-			s = socket(AF_INET, SOCK_STREAM, 0);
-			if (s >= 0 && !connect(s, res->ai_addr, res->ai_addrlen))
-				break;
-			if (s >= 0)
-				close(s);
-			if (now_ms() > end) {
-				diag("connect %s:%d: %s", opt.server, opt.port, strerror(errno));
-				freeaddrinfo(res);
-				return -1;
-			}
-			usleep(100000);
-		}
-		freeaddrinfo(res);
-		return s;
-	}
-	{
-		struct sockaddr_in a = { .sin_family = AF_INET,
-					 .sin_port = htons(opt.port) };
-		int l = socket(AF_INET, SOCK_STREAM, 0);
-
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (l < 0 || bind(l, (void *)&a, sizeof(a)) || listen(l, 1)) {
-			diag("listen on %d: %s", opt.port, strerror(errno));
-			return -1;
-		}
-		s = accept(l, NULL, NULL);
-		close(l);
-		return s;
-	}
-}
-
-static int xfer(void *out, void *in, size_t len)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < len) {
-		r = write(sock, (char *)out + done, len - done);
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	for (done = 0; done < len; done += r) {
-		r = read(sock, (char *)in + done, len - done);
-		if (r <= 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int barrier(void)
-{
-	char a = 'b', b;
-
-	return xfer(&a, &b, 1);
-}
 
 /* Wait for n completions, with events if asked for. */
 static int wait_n(struct ibv_wc *wc, int n)
@@ -274,7 +196,7 @@ static void phase_send_recv(void)
 			ok = false;
 		}
 	}
-	if (barrier())
+	if (!sync_ok(sock, true))
 		ok = false;
 	for (i = 0; ok && i < n; i++)
 		if (post_send_op(WR_SEND + i, IBV_WR_SEND, b_send + i * opt.chunk,
@@ -323,7 +245,7 @@ static void phase_write(void)
 	pat_fill(b_send, n * opt.chunk, my_seed + 100, 0);
 	if (post_recv_slot(WR_DRECV, b_recv, opt.chunk, mr_recv->lkey))
 		ok = false;
-	if (barrier())
+	if (!sync_ok(sock, true))
 		ok = false;
 	for (i = 0; ok && i < n; i++)
 		if (post_send_op(WR_WRITE + i, IBV_WR_RDMA_WRITE, b_send + i * opt.chunk,
@@ -373,7 +295,7 @@ static void phase_read(void)
 
 	pat_fill(b_tgt, n * opt.chunk, my_seed + 200, 0);
 	memset(b_read, 0, n * opt.chunk);
-	if (barrier())
+	if (!sync_ok(sock, true))
 		ok = false;
 	for (i = 0; ok && i < n; i++)
 		if (post_send_op(WR_READ + i, IBV_WR_RDMA_READ, b_read + i * opt.chunk,
@@ -398,7 +320,7 @@ static void phase_read(void)
 	if (bad >= 0)
 		diag("read data: byte %ld (chunk %ld) differs", bad, bad / (long)opt.chunk);
 	tap_ok(ok && bad == -1, "RDMA READ: every byte of the peer's region ok");
-	barrier();	/* peer must not tear down while we read */
+	sync_ok(sock, true);	/* peer must not tear down while we read */
 	free(wc);
 }
 
@@ -491,28 +413,21 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	sock = tcp_connect();
+	sock = tcp_connect(opt.server, opt.port, 20000);
 	if (sock < 0) {
 		tap_ok(false, "TCP handshake");
 		goto out;
 	}
 	qp_local_info(&d, qp, (getpid() * 2654435761u) & 0xffffff, &me);
 	memset(&w, 0, sizeof(w));
-	w.qpn = htobe32(me.qpn);
-	w.psn = htobe32(me.psn);
-	memcpy(w.gid, me.gid.raw, 16);
-	w.lid = htobe16(me.lid);
-	w.mtu = me.mtu;
+	qp_wire_pack(&w.qp, &me);
 	w.rkey = htobe32(mr_tgt->rkey);
 	w.addr = htobe64((uintptr_t)b_tgt);
 	w.len = htobe64(len);
-	if (xfer(&w, &peer, sizeof(peer))) {
+	if (xfer(sock, &w, &peer, sizeof(peer))) {
 		tap_ok(false, "exchange connection data");
 		goto out;
 	}
-	peer.qpn = be32toh(peer.qpn);
-	peer.psn = be32toh(peer.psn);
-	peer.lid = be16toh(peer.lid);
 	peer.rkey = be32toh(peer.rkey);
 	peer.addr = be64toh(peer.addr);
 	peer.len = be64toh(peer.len);
@@ -521,11 +436,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)peer.len, len);
 		goto out;
 	}
-	pi.qpn = peer.qpn;
-	pi.psn = peer.psn;
-	memcpy(pi.gid.raw, peer.gid, 16);
-	pi.lid = peer.lid;
-	pi.mtu = peer.mtu;
+	qp_wire_unpack(&peer.qp, &pi);
 	diag("local qpn 0x%x rkey 0x%x, peer qpn 0x%x rkey 0x%x", me.qpn,
 	     mr_tgt->rkey, pi.qpn, peer.rkey);
 	conn_opts_default(&co);
@@ -537,7 +448,7 @@ int main(int argc, char **argv)
 		tap_ok(false, "connect QP (INIT/RTR/RTS): %s", strerror(errno));
 		goto out;
 	}
-	tap_ok(barrier() == 0, "QP connected (RTS on both ends)");
+	tap_ok(sync_ok(sock, true), "QP connected (RTS on both ends)");
 
 	phase_send_recv();
 	phase_write();
