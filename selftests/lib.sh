@@ -220,7 +220,8 @@ rail_shape() {
 		tc qdisc replace dev "$dev" root netem rate "$rate" limit 100000 \
 			${delay:+delay $delay} ${loss:+loss $loss}
 	else
-		tc qdisc replace dev "$dev" root tbf rate "$rate" burst 64kb limit 4mb
+		tc qdisc replace dev "$dev" root tbf rate "$rate" burst 64kb \
+			limit "${RBOND_TBF_LIMIT:-4mb}"
 	fi
 }
 rail_unshape() { tc qdisc del dev "$1" root 2>/dev/null; true; }
@@ -236,12 +237,19 @@ rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
 # wire_sample PID FILE: while PID runs, append every 0.5 s a line
 #   "NANOSECONDS BYTES_RAIL0 BYTES_RAIL1 ..."  (tx of aR + bR: both hosts)
 wire_sample() {
-	local pid=$1 f=$2 r line
+	local pid=$1 f=$2 r x y line files=()
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		files+=("/sys/class/net/a$r/statistics/tx_bytes"
+			"/sys/class/net/b$r/statistics/tx_bytes")
+	done
 	: > "$f"
+	# no fork but sleep: a starved TCG guest still samples every ~0.5 s
 	while kill -0 "$pid" 2>/dev/null; do
-		line=$(date +%s%N)
-		for r in $(seq 0 $((RBOND_NRAILS - 1))); do
-			line="$line $(($(rail_tx_bytes "a$r") + $(rail_tx_bytes "b$r")))"
+		line="${EPOCHREALTIME/./}000"
+		for ((r = 0; r < ${#files[@]}; r += 2)); do
+			read -r x < "${files[r]}"
+			read -r y < "${files[r + 1]}"
+			line+=" $((x + y))"
 		done
 		echo "$line" >> "$f"
 		sleep 0.5

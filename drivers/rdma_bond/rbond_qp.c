@@ -592,6 +592,7 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	if (ret) {
 		/* Nothing after us: the post lock is held. */
 		spin_lock(&qp->sq_lock);
+		rbond_mrail_slot_done(qp, e);	/* undo account_old */
 		qp->sq_head--;
 		spin_unlock(&qp->sq_lock);
 		return ret;

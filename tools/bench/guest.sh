@@ -10,7 +10,7 @@
 #   guest.sh OUT RATES REPS PLAN POLICIES
 #   RATES: per-rail Mbit/s, comma separated ("50,50" or "100,50")
 #   PLAN: "main" (table), "unequal" (1 and 8 QPs), "sweep" (size and QP
-#         sweeps), "demo" (short)
+#         sweeps), "demo" (short), "check" (the hardest points, once)
 # Environment: BENCH_SECS (seconds of data per point at the expected rate),
 # RBOND_MULTIRAIL (default 1: the bonds negotiate their extra rails).
 set -u
@@ -20,7 +20,15 @@ IFS=, read -r -a RATE <<< "$RATES"
 LIMIT=0; for r in "${RATE[@]}"; do LIMIT=$((LIMIT + r)); done
 RATES_ID=${RATES//,/+}	# CSV-safe: "50+50"
 SECS=${BENCH_SECS:-8}
+# Lossless-fabric emulation for many QPs: a READ responder sends as fast as
+# it can (rxe paces only its requester), so 8 QPs x outstanding 1 MiB READs
+# overflow a 4 MB tbf queue and go-back-N collapses.  Bandwidth runs
+# therefore use a 32 MB queue (RBOND_TBF_LIMIT), an ACK timeout above its
+# worst drain time (-u 21 = ~8.6 s; 32 MB at 50 Mbit/s is ~5.4 s) and at most
+# 2 outstanding READs per QP (-o 2).
+export RBOND_TBF_LIMIT=${RBOND_TBF_LIMIT:-32mb}
 U="-x 1 -u $RBOND_QP_TIMEOUT -F"
+UBW="-x 1 -u ${BENCH_QP_TIMEOUT:-21} -F"
 CSV=$OUT/raw.csv
 [ -f "$CSV" ] || echo "kind,config,rates,op,qps,size,rep,value,unit,cpu_s_per_gb" > "$CSV"
 port=20000
@@ -37,24 +45,32 @@ cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 # one_bw CONFIG DEV_A DEV_B SERVER_IP OP QPS SIZE REP [EXPECTED_MBIT]
 one_bw() {
 	local cfg=$1 da=$2 db=$3 ip=$4 op=$5 qps=$6 size=$7 rep=$8 exp=${9:-$LIMIT}
-	local iters spid cpid samp=/tmp/bench.samp c0 c1 hz rate gb cpu
+	local iters spid cpid samp=/tmp/bench.samp c0 c1 hz rate gb cpu rc
 	# enough data for ~SECS at the rate the config can reach (one rail:
 	# its own), at least 8 per QP
 	iters=$(( exp * 125000 * SECS / size / qps ))
 	[ "$iters" -lt 8 ] && iters=8
 	port=$((port + 1))
-	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $U \
+	local ub=$UBW
+	[ "$op" = read ] && ub="$ub -o 2"
+	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $ub \
 		>/tmp/bench.srv 2>&1 &
 	spid=$!
 	sleep 1
 	c0=$(cpu_ticks)
-	timeout -k 5 600 "ib_${op}_bw" -d "$da" -p $port -q "$qps" -s "$size" -n "$iters" $U "$ip" \
+	timeout -k 5 600 "ib_${op}_bw" -d "$da" -p $port -q "$qps" -s "$size" -n "$iters" $ub "$ip" \
 		>/tmp/bench.cli 2>&1 &
 	cpid=$!
 	wire_sample $cpid $samp
 	c1=$(cpu_ticks)
-	wait $cpid || { echo "# $cfg $op q$qps s$size: client failed" >&2; tail -3 /tmp/bench.cli >&2; }
-	wait $spid
+	rc=0
+	wait $cpid || rc=1
+	wait $spid || rc=1
+	if [ $rc != 0 ]; then
+		echo "# $cfg $op q$qps s$size rep $rep: perftest failed (log: fail-$cfg-$op-q$qps-s$size-$rep.txt)" >&2
+		{ echo "== client"; cat /tmp/bench.cli; echo "== server"; cat /tmp/bench.srv
+		  echo "== dmesg"; dmesg | tail -20; } > "$OUT/fail-$cfg-$op-q$qps-s$size-$rep.txt"
+	fi
 	rate=$(wire_rate $samp)
 	hz=$(getconf CLK_TCK)
 	gb=$(awk '{ b = 0; for (k = 2; k <= NF; k++) b += $k }
@@ -128,6 +144,12 @@ run_cfg() {	# run_cfg CONFIG: every measurement of the plan for one config
 			done ;;
 		demo)
 			one_bw "$cfg" "$da" "$db" "$ip" write 1 1048576 "$rep" "$exp" ;;
+		check)	# the hardest points, once: a quick look before a long run
+			for w in "write 1 1048576" "write 8 1048576" "read 8 1048576" \
+				 "read 1 65536"; do
+				read -r op qps size <<< "$w"
+				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$exp"
+			done ;;
 		esac
 	done
 }

@@ -17,7 +17,7 @@
 # count); kernel version, rates and settings are recorded in results.md.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-rate=50 unequal=100,50 reps=3 sweep=1 out= multirail=1 secs=${BENCH_SECS:-4}
+rate=40 unequal=50,25 reps=3 sweep=1 out= multirail=1 secs=${BENCH_SECS:-4}
 policies="adaptive round-robin weighted active-backup qp-hash"
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -49,9 +49,9 @@ guest "$rate,$rate" main "$reps" "$policies"
 [ "$sweep" = 1 ] && guest "$rate,$rate" sweep 1 "${policies%% *}"
 
 {
-	echo "kernel: $(ls -1 /boot/vmlinuz-* | sed 's|.*/vmlinuz-||' | sort -V | tail -n1) (qemu TCG guest, loop topology)"
-	echo "rails: 2 x $rate Mbit/s (tbf, burst 64kb, limit 4mb), unequal: $unequal Mbit/s"
-	echo "perftest: -x 1 -u 18 -F, MTU ${RBOND_MTU:-9000}; ~$secs s of data per point; reps $reps"
+	echo "kernel: $(tools/default-kver.sh) (qemu TCG guest, loop topology)"
+	echo "rails: 2 x $rate Mbit/s (tbf, burst 64kb, limit 32mb), unequal: $unequal Mbit/s"
+	echo "perftest: bw -x 1 -u 21 -F (READ: -o 2), lat -x 1 -u 18 -F, MTU ${RBOND_MTU:-9000}; ~$secs s of data per point; reps $reps"
 	echo "module: $(git describe --always --dirty 2>/dev/null), multirail=$multirail, policies: $policies"
 	echo "wall time: $(( $(date +%s) - t0 )) s"
 } > "$out/settings.txt"
