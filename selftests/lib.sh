@@ -255,10 +255,11 @@ wire_sample() {
 		sleep 0.5
 	done
 }
-# wire_rate FILE: Mbit/s over all rails from 1 s after the LAST rail that
-# carries data started to (a bond's extra rails join after its negotiation;
-# WQEs posted before drain on the home rail first: the ramp, not the steady
-# state) to the last sample before data stops.  0 when nothing flowed.
+# wire_rate FILE: Mbit/s over all rails while every rail that carries data
+# does: from 1 s after the LAST of them started (a bond's extra rails join
+# after its negotiation; WQEs posted before drain on the home rail first:
+# the ramp) to the sample where the FIRST of them stopped (the end of a
+# short transfer drains unevenly: the tail).  0 when nothing flowed.
 wire_rate() {
 	awk '
 		{ t[NR] = $1 / 1e9; b[NR] = 0; nf = NF
@@ -267,10 +268,17 @@ wire_rate() {
 			for (i = 2; i <= NR; i++) {
 				if (b[i] - b[i-1] > 20000) { if (!f) f = i - 1; l = i }
 				for (k = 2; k <= nf; k++)
-					if (!fk[k] && r[i, k] - r[i-1, k] > 20000) fk[k] = i - 1
+					if (r[i, k] - r[i-1, k] > 20000) {
+						if (!fk[k]) fk[k] = i - 1
+						lk[k] = i
+					}
 			}
 			if (!f) { print 0; exit }
-			for (k = 2; k <= nf; k++) if (fk[k] > f) f = fk[k]
+			for (k = 2; k <= nf; k++) {
+				if (fk[k] > f) f = fk[k]
+				if (lk[k] && lk[k] < l) l = lk[k]
+			}
+			if (l <= f) { f = 1; l = NR }
 			s = f; while (s < l && t[s] - t[f] < 1) s++
 			if (l - s < 2) s = f
 			if (t[l] > t[s]) printf "%.1f\n", (b[l] - b[s]) * 8 / (t[l] - t[s]) / 1e6
