@@ -17,7 +17,7 @@
 # count); kernel version, rates and settings are recorded in results.md.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-rate=40 unequal=50,25 reps=3 sweep=1 out= multirail=1 secs=${BENCH_SECS:-4}
+rate=40 unequal=50,25 reps=2 sweep=1 out= multirail=1 secs=${BENCH_SECS:-4}
 policies="adaptive round-robin weighted active-backup qp-hash"
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -45,7 +45,10 @@ guest() {	# guest RATES PLAN REPS POLICIES
 		bash tools/bench/guest.sh "$out" "$1" "$3" "$2" "'$4'" 2>&1 | tee -a "$out/log.txt"
 }
 guest "$rate,$rate" main "$reps" "$policies"
-[ -n "$unequal" ] && guest "$unequal" unequal "$reps" "$policies"
+# unequal rails: the first policy, and round-robin for contrast
+upol=${policies%% *}
+case " $policies " in *" round-robin "*) [ "$upol" = round-robin ] || upol="$upol round-robin" ;; esac
+[ -n "$unequal" ] && guest "$unequal" unequal "$reps" "$upol"
 [ "$sweep" = 1 ] && guest "$rate,$rate" sweep 1 "${policies%% *}"
 
 {
