@@ -28,8 +28,10 @@
  * bond->lock -> ...; rbond_mq_mutex (registry) -> bond->lock; data-path
  * state of the QP under qp->sq_lock.
  */
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/random.h>
+#include <linux/sched/signal.h>
 #include <linux/hash.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
@@ -43,6 +45,11 @@ bool rbond_multirail = true;
 module_param_named(multirail, rbond_multirail, bool, 0644);
 MODULE_PARM_DESC(multirail,
 		 "Negotiate extra rails with bond peers for QPs created while set (default on)");
+
+static unsigned int rbond_upgrade_wait_ms = 1000;
+module_param_named(upgrade_wait_ms, rbond_upgrade_wait_ms, uint, 0644);
+MODULE_PARM_DESC(upgrade_wait_ms,
+		 "How long modify_qp(RTS) waits for the extra rails (ms, 0: not at all)");
 
 struct rbond_mstats rbond_mstats;
 
@@ -437,6 +444,28 @@ void rbond_mrail_qp_failed(struct rbond_qp *qp)
 	}
 	atomic64_inc(&rbond_mstats.qp_failed);
 	queue_work(system_unbound_wq, &mq->fail_work);
+}
+
+/*
+ * Process context, no lock held, right after the application moved the QP
+ * to RTS: give the negotiation a bounded chance to finish before the first
+ * WQE.  Otherwise every WQE posted before it finishes runs on the home rail
+ * (the upgrade ramp), which for an application that posts its whole
+ * transfer at once (perftest with a deep queue) is all of it.  A peer that
+ * is not a bond gives up at once (negative cache) or within the wait; one
+ * whose QP is not yet at RTR (it connects after us) costs at most the wait.
+ */
+void rbond_mrail_wait_up(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long end;
+
+	if (!mq || !READ_ONCE(rbond_upgrade_wait_ms))
+		return;
+	end = jiffies + msecs_to_jiffies(READ_ONCE(rbond_upgrade_wait_ms));
+	while (!READ_ONCE(mq->up) && !READ_ONCE(mq->gave_up) &&
+	       time_before(jiffies, end) && !fatal_signal_pending(current))
+		msleep(20);
 }
 
 bool rbond_mrail_active(const struct rbond_qp *qp)

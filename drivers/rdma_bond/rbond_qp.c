@@ -371,6 +371,8 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 out_unlock:
 	mutex_unlock(&bond->lock);
 	kfree(mattr);
+	if (!ret && (attr_mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTS)
+		rbond_mrail_wait_up(qp);
 	return ret;
 }
 
