@@ -180,7 +180,12 @@ if rbond_install && rbond_create rbond0 a && rbond_create rbond1 b &&
 	# the parameter applies to QPs created after it is set
 	echo "${RBOND_MULTIRAIL:-1}" > /sys/module/rdma_bond/parameters/multirail ||
 		echo "# cannot set multirail=${RBOND_MULTIRAIL:-1}"
-	echo "# rdma_bond multirail=$(cat /sys/module/rdma_bond/parameters/multirail)"
+	# let modify_qp(RTS) wait for the extra rails: perftest posts a whole
+	# short run at once, which otherwise goes on the home rail (the ramp)
+	echo "${RBOND_UPGRADE_WAIT_MS:-1000}" > /sys/module/rdma_bond/parameters/upgrade_wait_ms ||
+		echo "# cannot set upgrade_wait_ms"
+	echo "# rdma_bond multirail=$(cat /sys/module/rdma_bond/parameters/multirail)" \
+	     "upgrade_wait_ms=$(cat /sys/module/rdma_bond/parameters/upgrade_wait_ms)"
 	for p in ${POLICIES:-adaptive}; do
 		if [ -f /sys/class/infiniband/rbond0/bond/policy ] && ! set_policy "$p"; then
 			echo "# policy $p not supported by this module: skipped"

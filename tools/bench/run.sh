@@ -36,6 +36,7 @@ out=${out:-results/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 t0=$(date +%s)
+module=$(git describe --always --dirty 2>/dev/null)	# what gets built below
 
 tools/deps.sh || exit 1
 make -s modules provider || exit 1
@@ -55,7 +56,7 @@ case " $policies " in *" round-robin "*) [ "$upol" = round-robin ] || upol="$upo
 	echo "kernel: $(tools/default-kver.sh) (qemu TCG guest, loop topology)"
 	echo "rails: 2 x $rate Mbit/s (tbf, burst 64kb, limit 32mb), unequal: $unequal Mbit/s"
 	echo "perftest: bw -x 1 -u 21 -F (READ: -o 2), lat -x 1 -u 18 -F, MTU ${RBOND_MTU:-9000}; ~$secs s of data per point; reps $reps"
-	echo "module: $(git describe --always --dirty 2>/dev/null), multirail=$multirail, policies: $policies"
+	echo "module: $module, multirail=$multirail, policies: $policies"
 	echo "wall time: $(( $(date +%s) - t0 )) s"
 } > "$out/settings.txt"
 python3 tools/bench/report.py "$out"
