@@ -170,7 +170,7 @@ def plots(d, groups):
                 f.write('\n'.join(f'{x} {y}' for x, y in pts) + '\n')
             dat.append(path)
             cmds.append(f"'{path}' using 1:2 with linespoints title '{cfg_name(cfg)} [{rates}]'")
-        script = (f"set terminal png size 900,560\nset output '{os.path.join(d, fname)}'\n"
+        script = (f"set terminal png size 900,560 noenhanced\nset output '{os.path.join(d, fname)}'\n"
                   f"set xlabel '{xlabel}'\nset ylabel 'Mbit/s on the wire'\nset grid\n"
                   f"set key bottom right\n" + ("set logscale x 2\n" if axis == 'size' else '') +
                   'plot ' + ', '.join(cmds) + '\n')
