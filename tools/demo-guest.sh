@@ -23,5 +23,5 @@ topo_down
 trap - EXIT
 
 echo
-echo "ib_write_bw, 1 QP, 1 MiB messages, every rail shaped to $rate Mbit/s:"
+echo "ib_write_bw, 1 QP, 64 KiB messages, every rail shaped to $rate Mbit/s:"
 bash "$(dirname "$0")/bench/guest.sh" "$out" "$rate,$rate" 1 demo adaptive

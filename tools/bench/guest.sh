@@ -154,7 +154,7 @@ run_cfg() {	# run_cfg CONFIG: every measurement of the plan for one config
 				one_bw "$cfg" "$da" "$db" "$ip" write "$qps" 1048576 "$rep" "$exp"
 			done ;;
 		demo)
-			one_bw "$cfg" "$da" "$db" "$ip" write 1 1048576 "$rep" "$exp" ;;
+			one_bw "$cfg" "$da" "$db" "$ip" write 1 65536 "$rep" "$exp" ;;
 		check)	# the hardest points, once: a quick look before a long run
 			for w in "write 1 1048576" "write 8 1048576" "read 8 1048576" \
 				 "read 1 65536"; do
