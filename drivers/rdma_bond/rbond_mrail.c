@@ -61,14 +61,25 @@ struct rbond_mstats rbond_mstats;
 #define RBOND_RAIL_PEND		0xff
 #define RBOND_SWQE_MRAIL	BIT(7)
 #define RBOND_SWQE_CL_SHIFT	4
-#define RBOND_SWQE_CL_MASK	(3 << RBOND_SWQE_CL_SHIFT)
+#define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
 
+/*
+ * Ordering classes.  An RDMA WRITE (READ) whose remote key is not yet
+ * translated goes on the home rail and is placed as strict; it is
+ * "unresolved" (UWRITE/UREAD) rather than STRICT so that once the key turns
+ * out to be relaxed, later WQEs to the same key may count it as one of
+ * their own class and go on other rails without waiting for it.
+ */
 enum rbond_class {
 	RBOND_CL_STRICT,
 	RBOND_CL_WRITE,		/* relaxed RDMA WRITE run */
 	RBOND_CL_READ,		/* relaxed RDMA READ run */
+	RBOND_CL_UWRITE,	/* RDMA WRITE, key not translated yet */
+	RBOND_CL_UREAD,		/* RDMA READ, key not translated yet */
 	RBOND_NR_CLASSES
 };
+
+#define RBOND_CL_UNRESOLVED(cl)	((cl) + RBOND_CL_UWRITE - RBOND_CL_WRITE)
 
 enum rbond_mstate {
 	RBOND_M_NONE,
@@ -141,6 +152,9 @@ struct rbond_mqp {
 	u64 sbytes[RBOND_MAX_RAILS];
 	u32 weight[RBOND_MAX_RAILS];
 	u32 inflight_cl[RBOND_MAX_RAILS][RBOND_NR_CLASSES];
+	/* the remote key of the unresolved WQEs in flight, per class */
+	u32 unres_rkey[2];
+	bool unres_mixed[2];		/* ... more than one key */
 	u32 up_seq;
 	u32 rr;
 	struct rbond_pend *pend;
@@ -601,6 +615,15 @@ static int rbond_mq_pair(struct rbond_mqp *mq, unsigned int i)
 	return -1;
 }
 
+/* A rail's share for the scheduler: its port's signalling rate. */
+static u32 rbond_port_weight(const struct ib_port_attr *pattr)
+{
+	int width = ib_width_enum_to_int(pattr->active_width);
+
+	return pattr->active_speed && width > 0 ?
+	       pattr->active_speed * width : 1;
+}
+
 static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
 {
 	struct rbond_dev *bond = mq->bond;
@@ -649,8 +672,7 @@ static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
 	if (!ret) {
 		m->state = RBOND_M_RTR;
 		m->peer = j;
-		mq->weight[i] = pattr.active_speed ?
-			pattr.active_speed * ib_width_enum_to_int(pattr.active_width) : 1;
+		mq->weight[i] = rbond_port_weight(&pattr);
 	}
 out_put:
 	rdma_put_gid_attr(sgid);
@@ -759,7 +781,16 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 			return;
 		mq->pend_size = qp->sq_size;
 	}
-	mq->weight[qp->home] = mq->weight[qp->home] ?: 1;
+	/* the home rail on the same scale as the members (rbond_mq_rtr) */
+	if (!mq->weight[qp->home]) {
+		struct ib_port_attr pattr;
+		struct rbond_rail *home = &mq->bond->rails[qp->home];
+
+		mq->weight[qp->home] =
+			home->ibdev && !ib_query_port(home->ibdev, home->port,
+						      &pattr) ?
+			rbond_port_weight(&pattr) : 1;
+	}
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		if (!mq->weight[i])
 			mq->weight[i] = mq->weight[qp->home];
@@ -850,6 +881,10 @@ static void rbond_mq_work(struct work_struct *work)
 		if (!rbond_mq_create_members(mq))
 			mq->gave_up = true;
 	}
+	if (rsp_pending)
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: QP_RSP from 0x%x: status %u%s\n",
+			  mq->qp->ibqp.qp_num, be32_to_cpu(rsp.src_qpn),
+			  be32_to_cpu(rsp.status), mq->conn ? "" : ", no conn");
 	if (rsp_pending && mq->conn &&
 	    be32_to_cpu(rsp.src_qpn) == peer_qpn) {
 		switch (be32_to_cpu(rsp.status)) {
@@ -1025,8 +1060,12 @@ static void rbond_handle_rkey_req(struct rbond_conn *conn,
 out_unlock:
 	mutex_unlock(&rbond_mq_mutex);
 	kfree(h);
-	if (status != RBOND_ST_OK)
+	if (status != RBOND_ST_OK) {
 		rsp.key.rail_valid = 0;
+		pr_debug("rdma_bond: RKEY_REQ 0x%x for QP 0x%x from QP 0x%x refused: %u\n",
+			 rkey, be32_to_cpu(m->dst_qpn), be32_to_cpu(m->src_qpn),
+			 status);
+	}
 	rbond_ctrl_send(conn, &rsp, RBOND_MSG_RKEY_RSP, status);
 }
 
@@ -1063,6 +1102,9 @@ static void rbond_handle_rkey_rsp(struct rbond_conn *conn,
 			e->stamp = jiffies;
 			WRITE_ONCE(e->state, RBOND_RK_NEG);
 		}
+	} else {
+		pr_debug("rdma_bond: RKEY_RSP 0x%x status %u: %s\n", rkey,
+			 be32_to_cpu(m->status), e ? "not asked" : "no entry");
 	}
 	spin_unlock_irqrestore(&conn->lock, flags);
 }
@@ -1435,9 +1477,11 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 	if ((wr->send_flags & IB_SEND_FENCE) ||
 	    ((wr->send_flags & IB_SEND_INLINE) && !mq->qp->user))
 		return RBOND_CL_STRICT;
-	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey);
-	if (!e)
+	if (ord == RBOND_ORDER_STRICT)
 		return RBOND_CL_STRICT;
+	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey);
+	if (!e)	/* home rail; its class is known once the key is */
+		return ord == RBOND_ORDER_RELAXED ? cl : RBOND_CL_UNRESOLVED(cl);
 	*allowed = rbond_rkey_rails(mq, e, need);
 	*have_keys = true;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
@@ -1448,8 +1492,7 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 		    mq->peer_rail[pr].index < RBOND_MAX_RAILS)
 			rkeys[i] = e->rail_rkey[mq->peer_rail[pr].index];
 	}
-	if (ord == RBOND_ORDER_STRICT ||
-	    (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed))
+	if (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed)
 		return RBOND_CL_STRICT;
 	return cl;
 }
@@ -1518,20 +1561,38 @@ static unsigned int rbond_pick(struct rbond_mqp *mq, unsigned long allowed)
  * belongs to the same relaxed class.  With nothing in flight a strict WQE
  * may use any rail it is allowed (flowlet switching).  qp->sq_lock held.
  */
-static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl,
+static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl, u32 rkey,
 				  unsigned long allowed)
 {
 	unsigned long ok = 0, busy_other;
+	bool same_unres = false;
 	unsigned int r, s;
+	u32 mine;
 
+	/*
+	 * Unresolved WQEs in flight to the key of a relaxed WQE are relaxed
+	 * WQEs of its class (same opcode, same memory).
+	 */
+	if (cl == RBOND_CL_WRITE || cl == RBOND_CL_READ) {
+		unsigned int u = cl - RBOND_CL_WRITE;
+
+		same_unres = READ_ONCE(mq->bond->ordering) == RBOND_ORDER_RELAXED ||
+			     (!mq->unres_mixed[u] && mq->unres_rkey[u] == rkey);
+	}
 	allowed &= mq->rails_up | BIT(mq->qp->home);
 	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS) {
 		busy_other = 0;
 		for (s = 0; s < RBOND_MAX_RAILS; s++) {
-			if (s == r)
+			if (s == r || !mq->inflight[s])
 				continue;
-			if (cl == RBOND_CL_STRICT ? mq->inflight[s] :
-			    mq->inflight[s] != mq->inflight_cl[s][cl])
+			if (cl != RBOND_CL_WRITE && cl != RBOND_CL_READ) {
+				busy_other = 1;	/* strict or unresolved */
+				continue;
+			}
+			mine = mq->inflight_cl[s][cl];
+			if (same_unres)
+				mine += mq->inflight_cl[s][RBOND_CL_UNRESOLVED(cl)];
+			if (mq->inflight[s] != mine)
 				busy_other = 1;
 		}
 		if (!busy_other)
@@ -1620,6 +1681,16 @@ static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
 	e->rail = rail;
 	e->byte_len = len;
 	e->flags |= RBOND_SWQE_MRAIL | (cl << RBOND_SWQE_CL_SHIFT);
+	if (cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD) {
+		unsigned int u = cl - RBOND_CL_UWRITE;
+
+		if (!mq->inflight_cl[rail][cl]) {
+			mq->unres_rkey[u] = p->wr.rdma.rkey;
+			mq->unres_mixed[u] = false;
+		} else if (mq->unres_rkey[u] != p->wr.rdma.rkey) {
+			mq->unres_mixed[u] = true;
+		}
+	}
 	mq->inflight[rail]++;
 	mq->inflight_cl[rail][cl]++;
 	mq->obytes[rail] += len;
@@ -1715,7 +1786,8 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 			qp->sq_head--;
 		goto out_unlock;
 	}
-	ok = mq->pend_head == mq->pend_tail ? rbond_decide(mq, cl, allowed) : 0;
+	ok = mq->pend_head == mq->pend_tail ?
+	     rbond_decide(mq, cl, pl.wr.rdma.rkey, allowed) : 0;
 	if (!ok) {
 		/* Ordering point: wait for completions on other rails. */
 		seq = rbond_alloc_slot(qp, wr, wc_opcode, bytes, true);
@@ -1821,7 +1893,7 @@ void rbond_mrail_drain(struct rbond_qp *qp)
 		cl = rbond_classify(mq, &p->wr.send, &allowed, rkeys,
 				    &have_keys);
 		rcu_read_unlock();
-		ok = rbond_decide(mq, cl, allowed);
+		ok = rbond_decide(mq, cl, p->wr.rdma.rkey, allowed);
 		if (!ok)
 			break;
 		mq->pend_tail++;
