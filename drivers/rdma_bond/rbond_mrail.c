@@ -57,18 +57,23 @@ struct rbond_mstats rbond_mstats;
 #define RBOND_MQ_MAX_TRIES	50
 #define RBOND_RKEY_MAX		1024
 #define RBOND_RKEY_RETRY	(HZ / 2)
+#define RBOND_RKEY_TRIES	8
 #define RBOND_INVAL_TIMEOUT	(2 * HZ)
 #define RBOND_RAIL_PEND		0xff
 #define RBOND_SWQE_MRAIL	BIT(7)
+#define RBOND_SWQE_RD		BIT(3)	/* holds a READ/atomic slot */
 #define RBOND_SWQE_CL_SHIFT	4
 #define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
 
 /*
- * Ordering classes.  An RDMA WRITE (READ) whose remote key is not yet
+ * Ordering classes.  An RDMA WRITE (READ) whose remote key is being
  * translated goes on the home rail and is placed as strict; it is
  * "unresolved" (UWRITE/UREAD) rather than STRICT so that once the key turns
  * out to be relaxed, later WQEs to the same key may count it as one of
- * their own class and go on other rails without waiting for it.
+ * their own class and go on other rails without waiting for it.  Only one
+ * unresolved WQE of a class is in flight: the next waits for its completion
+ * (by then the answer is usually in), so a burst posted at once to a new
+ * key is striped rather than queued on the home rail behind the first.
  */
 enum rbond_class {
 	RBOND_CL_STRICT,
@@ -152,9 +157,9 @@ struct rbond_mqp {
 	u64 sbytes[RBOND_MAX_RAILS];
 	u32 weight[RBOND_MAX_RAILS];
 	u32 inflight_cl[RBOND_MAX_RAILS][RBOND_NR_CLASSES];
-	/* the remote key of the unresolved WQEs in flight, per class */
+	u32 rd_inflight[RBOND_MAX_RAILS];	/* READs and atomics */
+	/* the remote key of the unresolved WQE in flight, per class */
 	u32 unres_rkey[2];
-	bool unres_mixed[2];		/* ... more than one key */
 	u32 up_seq;
 	u32 rr;
 	struct rbond_pend *pend;
@@ -1213,7 +1218,7 @@ void rbond_rkey_fetch_work(struct work_struct *work)
 			if ((e->state == RBOND_RK_SENT ||
 			     e->state == RBOND_RK_NEG) &&
 			    time_after(jiffies, e->stamp + RBOND_RKEY_RETRY) &&
-			    e->tries < 8) {
+			    e->tries < RBOND_RKEY_TRIES) {
 				e->tries++;
 				e->state = RBOND_RK_PENDING;
 			}
@@ -1256,12 +1261,19 @@ void rbond_rkey_flush(struct rbond_conn *conn)
 }
 
 /* Data path (RCU, any context): translation of @rkey, or NULL (miss). */
-static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey)
+/*
+ * The translation of the peer's @rkey, or NULL; then *resolving says whether
+ * a request for it is under way (the answer may still make it usable).
+ */
+static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey,
+					 bool *resolving)
 {
 	struct rbond_conn *conn = mq->conn;
 	struct rbond_rkey *e;
 	unsigned long flags;
+	u8 st;
 
+	*resolving = false;
 	if (!conn)
 		return NULL;
 	e = rbond_rkey_find(conn, rkey);
@@ -1271,10 +1283,14 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey)
 		return e;
 	}
 	if (e) {
+		st = READ_ONCE(e->state);
 		/* Lost request or stale negative answer: ask again later. */
 		if (time_after(jiffies, READ_ONCE(e->stamp) + RBOND_RKEY_RETRY) &&
-		    READ_ONCE(e->state) != RBOND_RK_PENDING)
+		    st != RBOND_RK_PENDING)
 			queue_work(rbond_wq, &conn->rkey_work);
+		*resolving = st == RBOND_RK_PENDING ||
+			     (st == RBOND_RK_SENT &&
+			      READ_ONCE(e->tries) < RBOND_RKEY_TRIES);
 		return NULL;
 	}
 	atomic64_inc(&rbond_mstats.rkey_misses);
@@ -1295,6 +1311,7 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey)
 	conn->nr_rkeys++;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	queue_work(rbond_wq, &conn->rkey_work);
+	*resolving = true;
 	return NULL;
 }
 
@@ -1455,6 +1472,7 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 	struct rbond_dev *bond = mq->bond;
 	enum rbond_ordering ord = READ_ONCE(bond->ordering);
 	const struct rbond_rkey *e;
+	bool resolving;
 	unsigned int i;
 	u8 cl;
 	u32 need;
@@ -1479,9 +1497,11 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 		return RBOND_CL_STRICT;
 	if (ord == RBOND_ORDER_STRICT)
 		return RBOND_CL_STRICT;
-	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey);
-	if (!e)	/* home rail; its class is known once the key is */
-		return ord == RBOND_ORDER_RELAXED ? cl : RBOND_CL_UNRESOLVED(cl);
+	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey, &resolving);
+	if (!e && resolving)	/* home rail; its class is known once the key is */
+		return RBOND_CL_UNRESOLVED(cl);
+	if (!e)			/* home rail for good */
+		return ord == RBOND_ORDER_RELAXED ? cl : RBOND_CL_STRICT;
 	*allowed = rbond_rkey_rails(mq, e, need);
 	*have_keys = true;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
@@ -1495,6 +1515,38 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 	if (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed)
 		return RBOND_CL_STRICT;
 	return cl;
+}
+
+static bool rbond_wr_is_rd(enum ib_wr_opcode op)
+{
+	return op == IB_WR_RDMA_READ || op == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * The rails of @rails with a free READ/atomic slot for a WQE of opcode @op
+ * (all of them for other opcodes); *room gets the number of free slots.
+ */
+static unsigned long rbond_rd_free(struct rbond_mqp *mq, unsigned long rails,
+				   enum ib_wr_opcode op, unsigned int *room)
+{
+	u32 rd_max = READ_ONCE(mq->app.max_rd_atomic);
+	unsigned int r, n = 0;
+
+	if (!rbond_wr_is_rd(op) || !rd_max) {
+		if (room)
+			*room = UINT_MAX;
+		return rails;
+	}
+	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
+		if (mq->rd_inflight[r] >= rd_max)
+			rails &= ~BIT(r);
+		else
+			n += rd_max - mq->rd_inflight[r];
+	}
+	if (room)
+		*room = n;
+	return rails;
 }
 
 /* The scheduler: one rail of @allowed by the device's policy. */
@@ -1559,15 +1611,23 @@ static unsigned int rbond_pick(struct rbond_mqp *mq, unsigned long allowed)
  * rail has WQEs in flight (RC order on r covers the rest); a relaxed WRITE
  * (READ) may use rail r when everything in flight on the other rails
  * belongs to the same relaxed class.  With nothing in flight a strict WQE
- * may use any rail it is allowed (flowlet switching).  qp->sq_lock held.
+ * may use any rail it is allowed (flowlet switching).  A READ or atomic
+ * also needs a free responder slot (max_rd_atomic) on the rail: one that
+ * would queue inside the member QP is better placed on a rail with room,
+ * and the member never sits at its limit.  qp->sq_lock held.
  */
-static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl, u32 rkey,
+static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl,
+				  const struct ib_send_wr *wr,
 				  unsigned long allowed)
 {
+	u32 rkey = rdma_wr(wr)->rkey, mine;
 	unsigned long ok = 0, busy_other;
 	bool same_unres = false;
 	unsigned int r, s;
-	u32 mine;
+
+	if ((cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD) &&
+	    mq->inflight_cl[mq->qp->home][cl])
+		return 0;	/* one at a time while keys are translated */
 
 	/*
 	 * Unresolved WQEs in flight to the key of a relaxed WQE are relaxed
@@ -1577,7 +1637,7 @@ static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl, u32 rkey,
 		unsigned int u = cl - RBOND_CL_WRITE;
 
 		same_unres = READ_ONCE(mq->bond->ordering) == RBOND_ORDER_RELAXED ||
-			     (!mq->unres_mixed[u] && mq->unres_rkey[u] == rkey);
+			     mq->unres_rkey[u] == rkey;
 	}
 	allowed &= mq->rails_up | BIT(mq->qp->home);
 	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS) {
@@ -1598,7 +1658,7 @@ static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl, u32 rkey,
 		if (!busy_other)
 			ok |= BIT(r);
 	}
-	return ok;
+	return rbond_rd_free(mq, ok, wr->opcode, NULL);
 }
 
 /* Translate the local sges of @p for @rail from byte @off, @len bytes. */
@@ -1681,15 +1741,11 @@ static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
 	e->rail = rail;
 	e->byte_len = len;
 	e->flags |= RBOND_SWQE_MRAIL | (cl << RBOND_SWQE_CL_SHIFT);
-	if (cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD) {
-		unsigned int u = cl - RBOND_CL_UWRITE;
-
-		if (!mq->inflight_cl[rail][cl]) {
-			mq->unres_rkey[u] = p->wr.rdma.rkey;
-			mq->unres_mixed[u] = false;
-		} else if (mq->unres_rkey[u] != p->wr.rdma.rkey) {
-			mq->unres_mixed[u] = true;
-		}
+	if (cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD)
+		mq->unres_rkey[cl - RBOND_CL_UWRITE] = p->wr.rdma.rkey;
+	if (rbond_wr_is_rd(p->wr.send.opcode)) {
+		e->flags |= RBOND_SWQE_RD;
+		mq->rd_inflight[rail]++;
 	}
 	mq->inflight[rail]++;
 	mq->inflight_cl[rail][cl]++;
@@ -1721,7 +1777,7 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	unsigned long allowed, ok;
 	struct rbond_pend pl, *p = &pl;
 	u64 bytes = 0, thr, off, len;
-	unsigned int nchunks = 1, k, rail;
+	unsigned int nchunks = 1, k, rail, room;
 	bool have_keys;
 	u32 seq, free;
 	int i, ret = 0;
@@ -1787,7 +1843,7 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		goto out_unlock;
 	}
 	ok = mq->pend_head == mq->pend_tail ?
-	     rbond_decide(mq, cl, pl.wr.rdma.rkey, allowed) : 0;
+	     rbond_decide(mq, cl, &pl.wr.send, allowed) : 0;
 	if (!ok) {
 		/* Ordering point: wait for completions on other rails. */
 		seq = rbond_alloc_slot(qp, wr, wc_opcode, bytes, true);
@@ -1806,12 +1862,15 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		/* keep room for a full queue of application WQEs */
 		nchunks = free > qp->cap.max_send_wr ?
 			  min(nchunks, free - qp->cap.max_send_wr) : 1;
+		/* READs: no more chunks than free READ slots */
+		rbond_rd_free(mq, ok, wr->opcode, &room);
+		nchunks = clamp(room, 1U, nchunks);
 	}
 	len = DIV_ROUND_UP_ULL(bytes, nchunks);
 	for (k = 0, off = 0; k < nchunks; k++, off += len) {
 		u64 l = min(len, bytes - off);
 
-		rail = rbond_pick(mq, ok);
+		rail = rbond_pick(mq, rbond_rd_free(mq, ok, wr->opcode, NULL) ?: ok);
 		seq = rbond_alloc_slot(qp, wr, wc_opcode, l,
 				       k == nchunks - 1);
 		ret = rbond_post_slot(mq, p, seq, rail, off, l,
@@ -1848,6 +1907,11 @@ bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e)
 	if (!mq || !mq->want_up)
 		return false;
 	e->flags |= RBOND_SWQE_MRAIL | (RBOND_CL_STRICT << RBOND_SWQE_CL_SHIFT);
+	if (e->opcode == IB_WC_RDMA_READ || e->opcode == IB_WC_COMP_SWAP ||
+	    e->opcode == IB_WC_FETCH_ADD) {
+		e->flags |= RBOND_SWQE_RD;
+		mq->rd_inflight[e->rail]++;
+	}
 	mq->inflight[e->rail]++;
 	mq->inflight_cl[e->rail][RBOND_CL_STRICT]++;
 	mq->obytes[e->rail] += e->byte_len;
@@ -1864,7 +1928,9 @@ void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e)
 	    e->rail >= RBOND_MAX_RAILS)
 		return;
 	cl = (e->flags & RBOND_SWQE_CL_MASK) >> RBOND_SWQE_CL_SHIFT;
-	e->flags &= ~(RBOND_SWQE_MRAIL | RBOND_SWQE_CL_MASK);
+	if ((e->flags & RBOND_SWQE_RD) && mq->rd_inflight[e->rail])
+		mq->rd_inflight[e->rail]--;
+	e->flags &= ~(RBOND_SWQE_MRAIL | RBOND_SWQE_CL_MASK | RBOND_SWQE_RD);
 	if (!WARN_ON_ONCE(!mq->inflight[e->rail]))
 		mq->inflight[e->rail]--;
 	if (cl < RBOND_NR_CLASSES && mq->inflight_cl[e->rail][cl])
@@ -1893,7 +1959,7 @@ void rbond_mrail_drain(struct rbond_qp *qp)
 		cl = rbond_classify(mq, &p->wr.send, &allowed, rkeys,
 				    &have_keys);
 		rcu_read_unlock();
-		ok = rbond_decide(mq, cl, p->wr.rdma.rkey, allowed);
+		ok = rbond_decide(mq, cl, &p->wr.send, allowed);
 		if (!ok)
 			break;
 		mq->pend_tail++;
