@@ -234,16 +234,19 @@ rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
 # The steady-state rate of a transfer, from the rails' byte counters (not
 # perftest's own figure, which counts setup and is unreliable under TCG).
 #
-# wire_sample PID FILE: while PID runs, append every 0.5 s a line
-#   "NANOSECONDS BYTES_RAIL0 BYTES_RAIL1 ..."  (tx of aR + bR: both hosts)
+# wire_sample PID FILE: while PID runs, append every WIRE_SAMPLE_S (0.5) s a
+# line "NANOSECONDS BYTES_RAIL0 BYTES_RAIL1 ..."  (tx of aR + bR: both hosts)
 wire_sample() {
-	local pid=$1 f=$2 r x y line files=()
+	local pid=$1 f=$2 r x y line files=() fd fifo
 	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
 		files+=("/sys/class/net/a$r/statistics/tx_bytes"
 			"/sys/class/net/b$r/statistics/tx_bytes")
 	done
 	: > "$f"
-	# no fork but sleep: a starved TCG guest still samples every ~0.5 s
+	# no fork in the loop (a starved TCG guest still samples on time): the
+	# pause is a read that times out on a FIFO nobody writes to
+	fifo=$(mktemp -u /tmp/.wire_sample.XXXXXX)
+	mkfifo "$fifo" && exec {fd}<>"$fifo" && rm -f "$fifo" || return 1
 	while kill -0 "$pid" 2>/dev/null; do
 		line="${EPOCHREALTIME/./}000"
 		for ((r = 0; r < ${#files[@]}; r += 2)); do
@@ -252,16 +255,19 @@ wire_sample() {
 			line+=" $((x + y))"
 		done
 		echo "$line" >> "$f"
-		sleep 0.5
+		read -r -t "${WIRE_SAMPLE_S:-0.5}" -u "$fd" x
 	done
+	exec {fd}<&-
 }
-# wire_rate FILE: Mbit/s over all rails while every rail that carries data
-# does: from 1 s after the LAST of them started (a bond's extra rails join
-# after its negotiation; WQEs posted before drain on the home rail first:
-# the ramp) to the sample where the FIRST of them stopped (the end of a
-# short transfer drains unevenly: the tail).  0 when nothing flowed.
+# wire_rate FILE [steady|transfer]: Mbit/s over all rails.  steady (the
+# default): while every rail that carries data does, from 1 s after the LAST
+# of them started to the sample where the FIRST of them stopped (the
+# selftests' measure of striping, without ramp and uneven tail).  transfer:
+# from the first byte to the last on any rail (the benchmark's measure: what
+# the application gets, stalls and a rail that finishes late included).
+# 0 when nothing flowed.
 wire_rate() {
-	awk '
+	awk -v mode="${2:-steady}" '
 		{ t[NR] = $1 / 1e9; b[NR] = 0; nf = NF
 		  for (k = 2; k <= NF; k++) { r[NR, k] = $k; b[NR] += $k } }
 		END {
@@ -274,6 +280,11 @@ wire_rate() {
 					}
 			}
 			if (!f) { print 0; exit }
+			if (mode == "transfer") {
+				if (t[l] > t[f]) printf "%.1f\n", (b[l] - b[f]) * 8 / (t[l] - t[f]) / 1e6
+				else print 0
+				exit
+			}
 			for (k = 2; k <= nf; k++) {
 				if (fk[k] > f) f = fk[k]
 				if (lk[k] && lk[k] < l) l = lk[k]

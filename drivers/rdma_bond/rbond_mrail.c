@@ -46,10 +46,10 @@ module_param_named(multirail, rbond_multirail, bool, 0644);
 MODULE_PARM_DESC(multirail,
 		 "Negotiate extra rails with bond peers for QPs created while set (default on)");
 
-static unsigned int rbond_upgrade_wait_ms;
+static unsigned int rbond_upgrade_wait_ms = 1000;
 module_param_named(upgrade_wait_ms, rbond_upgrade_wait_ms, uint, 0644);
 MODULE_PARM_DESC(upgrade_wait_ms,
-		 "How long modify_qp(RTS) waits for the extra rails (ms, default 0: not at all)");
+		 "How long modify_qp(RTS) waits for the extra rails (ms, default 1000, 0: not at all)");
 
 struct rbond_mstats rbond_mstats;
 

@@ -4,8 +4,10 @@
 # tools/bench/guest.sh - benchmark body, runs inside the guest (loop
 # topology).  Writes CSV rows to $OUT/raw.csv:
 #   kind,config,rails,op,qps,size,rep,value,unit,cpu_s_per_gb
-# kind bw: value = Mbit/s on the wires (sum of every rail netdev's tx, sampled
-# while data flows); kind lat: value = p50 and p99 (two rows) in usec.
+# kind bw: value = Mbit/s on the wires over the whole transfer (sum of every
+# rail netdev's tx, sampled every 0.1 s, from the first byte to the last on
+# any rail: what the application gets, ramp, stalls and uneven tails
+# included); kind lat: value = p50 and p99 (two rows) in usec.
 #
 #   guest.sh OUT RATES REPS PLAN POLICIES
 #   RATES: per-rail Mbit/s, comma separated ("50,50" or "100,50")
@@ -27,6 +29,7 @@ SECS=${BENCH_SECS:-8}
 # worst drain time (-u 21 = ~8.6 s; 32 MB at 50 Mbit/s is ~5.4 s) and at most
 # 2 outstanding READs per QP (-o 2).
 export RBOND_TBF_LIMIT=${RBOND_TBF_LIMIT:-32mb}
+export WIRE_SAMPLE_S=0.1
 U="-x 1 -u $RBOND_QP_TIMEOUT -F"
 UBW="-x 1 -u ${BENCH_QP_TIMEOUT:-21} -F"
 CSV=$OUT/raw.csv
@@ -71,7 +74,7 @@ one_bw() {
 		{ echo "== client"; cat /tmp/bench.cli; echo "== server"; cat /tmp/bench.srv
 		  echo "== dmesg"; dmesg | tail -20; } > "$OUT/fail-$cfg-$op-q$qps-s$size-$rep.txt"
 	fi
-	rate=$(wire_rate $samp)
+	rate=$(wire_rate $samp transfer)
 	hz=$(getconf CLK_TCK)
 	gb=$(awk '{ b = 0; for (k = 2; k <= NF; k++) b += $k }
 		NR == 1 { a = b } END { printf "%.4f", (b - a) / 1e9 }' $samp)
@@ -146,11 +149,11 @@ run_cfg() {	# run_cfg CONFIG: every measurement of the plan for one config
 				read -r op qps size <<< "$w"
 				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$exp"
 			done ;;
-		sweep)
-			for size in 4096 16384 65536 262144 1048576; do
+		sweep)	# with main's 64 KiB, 1 MiB and 1/8 QP points
+			for size in 4096 16384 262144; do
 				one_bw "$cfg" "$da" "$db" "$ip" write 1 "$size" "$rep" "$exp"
 			done
-			for qps in 2 4 8; do
+			for qps in 2 4; do
 				one_bw "$cfg" "$da" "$db" "$ip" write "$qps" 1048576 "$rep" "$exp"
 			done ;;
 		demo)
