@@ -79,6 +79,16 @@ struct rbond_rail {
 	bool active;			/* member port ACTIVE (event driven) */
 	struct ib_event_handler event_handler;
 	atomic64_t stats[RBOND_NR_RAIL_STATS];
+	/*
+	 * Rate of the rail as the bond's multi-rail QPs see it (rbond_sched.c):
+	 * completions of all of them over windows in which the rail had
+	 * member WQEs outstanding.  rate: bytes per 2^20 ns (~1 ms), 0 unknown.
+	 */
+	spinlock_t rate_lock;
+	u32 busy;			/* member WQEs outstanding */
+	u32 win_n;
+	u64 win_t0, win_bytes;
+	u32 rate;
 };
 
 struct rbond_dev {

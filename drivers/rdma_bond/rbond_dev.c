@@ -650,6 +650,7 @@ static const struct ib_device_ops rbond_dev_ops = {
 struct rbond_dev *rbond_dev_alloc(void)
 {
 	struct rbond_dev *bond;
+	unsigned int i;
 
 	bond = ib_alloc_device(rbond_dev, ibdev);
 	if (!bond)
@@ -657,6 +658,8 @@ struct rbond_dev *rbond_dev_alloc(void)
 	INIT_LIST_HEAD(&bond->list);
 	mutex_init(&bond->lock);
 	spin_lock_init(&bond->state_lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		spin_lock_init(&bond->rails[i].rate_lock);
 	INIT_LIST_HEAD(&bond->pds);
 	INIT_LIST_HEAD(&bond->mrs);
 	INIT_LIST_HEAD(&bond->cqs);

@@ -32,7 +32,6 @@
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/sched/signal.h>
-#include <linux/hash.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
@@ -40,6 +39,7 @@
 #include <rdma/rdma_netlink.h>
 
 #include "rbond_ctrl.h"
+#include "rbond_sched.h"
 
 bool rbond_multirail = true;
 module_param_named(multirail, rbond_multirail, bool, 0644);
@@ -60,31 +60,6 @@ struct rbond_mstats rbond_mstats;
 #define RBOND_RKEY_TRIES	8
 #define RBOND_INVAL_TIMEOUT	(2 * HZ)
 #define RBOND_RAIL_PEND		0xff
-#define RBOND_SWQE_MRAIL	BIT(7)
-#define RBOND_SWQE_RD		BIT(3)	/* holds a READ/atomic slot */
-#define RBOND_SWQE_CL_SHIFT	4
-#define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
-
-/*
- * Ordering classes.  An RDMA WRITE (READ) whose remote key is being
- * translated goes on the home rail and is placed as strict; it is
- * "unresolved" (UWRITE/UREAD) rather than STRICT so that once the key turns
- * out to be relaxed, later WQEs to the same key may count it as one of
- * their own class and go on other rails without waiting for it.  Only one
- * unresolved WQE of a class is in flight: the next waits for its completion
- * (by then the answer is usually in), so a burst posted at once to a new
- * key is striped rather than queued on the home rail behind the first.
- */
-enum rbond_class {
-	RBOND_CL_STRICT,
-	RBOND_CL_WRITE,		/* relaxed RDMA WRITE run */
-	RBOND_CL_READ,		/* relaxed RDMA READ run */
-	RBOND_CL_UWRITE,	/* RDMA WRITE, key not translated yet */
-	RBOND_CL_UREAD,		/* RDMA READ, key not translated yet */
-	RBOND_NR_CLASSES
-};
-
-#define RBOND_CL_UNRESOLVED(cl)	((cl) + RBOND_CL_UWRITE - RBOND_CL_WRITE)
 
 enum rbond_mstate {
 	RBOND_M_NONE,
@@ -151,17 +126,8 @@ struct rbond_mqp {
 	/* data path (qp->sq_lock) */
 	bool want_up;
 	bool up;
-	unsigned long rails_up;
-	u32 inflight[RBOND_MAX_RAILS];
-	u64 obytes[RBOND_MAX_RAILS];
-	u64 sbytes[RBOND_MAX_RAILS];
-	u32 weight[RBOND_MAX_RAILS];
-	u32 inflight_cl[RBOND_MAX_RAILS][RBOND_NR_CLASSES];
-	u32 rd_inflight[RBOND_MAX_RAILS];	/* READs and atomics */
-	/* the remote key of the unresolved WQE in flight, per class */
-	u32 unres_rkey[2];
+	struct rbond_sched s;		/* rbond_sched.c */
 	u32 up_seq;
-	u32 rr;
 	struct rbond_pend *pend;
 	u32 pend_head, pend_tail, pend_size;
 };
@@ -274,6 +240,9 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 		return;		/* single-rail */
 	mq->qp = qp;
 	mq->bond = bond;
+	mq->s.bond = bond;
+	mq->s.home = qp->home;
+	mq->s.qpn = qp->ibqp.qp_num;
 	mutex_init(&mq->lock);
 	spin_lock_init(&mq->attr_lock);
 	INIT_DELAYED_WORK(&mq->work, rbond_mq_work);
@@ -391,6 +360,7 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	if (!mq)
 		return;
 	qp->mrail = NULL;
+	rbond_sched_release(&mq->s);
 	rbond_conn_put(mq->conn);
 	rbond_conn_put(mq->req_conn);
 	kvfree(mq->pend);
@@ -406,7 +376,7 @@ void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 	if (!mq)
 		return;
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	mq->rails_up &= ~BIT(rail);
+	mq->s.rails_up &= ~BIT(rail);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	if (mq->m[rail].qp && !mq->m[rail].published)
 		ib_destroy_qp(mq->m[rail].qp);
@@ -677,7 +647,7 @@ static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
 	if (!ret) {
 		m->state = RBOND_M_RTR;
 		m->peer = j;
-		mq->weight[i] = rbond_port_weight(&pattr);
+		mq->s.weight[i] = rbond_port_weight(&pattr);
 	}
 out_put:
 	rdma_put_gid_attr(sgid);
@@ -787,18 +757,18 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 		mq->pend_size = qp->sq_size;
 	}
 	/* the home rail on the same scale as the members (rbond_mq_rtr) */
-	if (!mq->weight[qp->home]) {
+	if (!mq->s.weight[qp->home]) {
 		struct ib_port_attr pattr;
 		struct rbond_rail *home = &mq->bond->rails[qp->home];
 
-		mq->weight[qp->home] =
+		mq->s.weight[qp->home] =
 			home->ibdev && !ib_query_port(home->ibdev, home->port,
 						      &pattr) ?
 			rbond_port_weight(&pattr) : 1;
 	}
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
-		if (!mq->weight[i])
-			mq->weight[i] = mq->weight[qp->home];
+		if (!mq->s.weight[i])
+			mq->s.weight[i] = mq->s.weight[qp->home];
 
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	spin_lock(&qp->rq_post_lock);
@@ -810,7 +780,7 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 	}
 	spin_unlock(&qp->rq_post_lock);
 	spin_lock(&qp->sq_lock);
-	mq->rails_up |= rails;
+	mq->s.rails_up |= rails;
 	if (!mq->want_up) {
 		mq->want_up = true;
 		mq->up_seq = qp->sq_head;
@@ -1453,7 +1423,7 @@ static unsigned long rbond_rkey_rails(struct rbond_mqp *mq,
 		int pr = mq->m[i].peer;
 		unsigned int pidx;
 
-		if (!(mq->rails_up & BIT(i)) || pr < 0)
+		if (!(mq->s.rails_up & BIT(i)) || pr < 0)
 			continue;
 		pidx = mq->peer_rail[pr].index;
 		if (pidx < RBOND_MAX_RAILS && (e->rail_valid & BIT(pidx)))
@@ -1515,150 +1485,6 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 	if (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed)
 		return RBOND_CL_STRICT;
 	return cl;
-}
-
-static bool rbond_wr_is_rd(enum ib_wr_opcode op)
-{
-	return op == IB_WR_RDMA_READ || op == IB_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IB_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-/*
- * The rails of @rails with a free READ/atomic slot for a WQE of opcode @op
- * (all of them for other opcodes); *room gets the number of free slots.
- */
-static unsigned long rbond_rd_free(struct rbond_mqp *mq, unsigned long rails,
-				   enum ib_wr_opcode op, unsigned int *room)
-{
-	u32 rd_max = READ_ONCE(mq->app.max_rd_atomic);
-	unsigned int r, n = 0;
-
-	if (!rbond_wr_is_rd(op) || !rd_max) {
-		if (room)
-			*room = UINT_MAX;
-		return rails;
-	}
-	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
-		if (mq->rd_inflight[r] >= rd_max)
-			rails &= ~BIT(r);
-		else
-			n += rd_max - mq->rd_inflight[r];
-	}
-	if (room)
-		*room = n;
-	return rails;
-}
-
-/* The scheduler: one rail of @allowed by the device's policy. */
-static unsigned int rbond_pick(struct rbond_mqp *mq, unsigned long allowed)
-{
-	struct rbond_qp *qp = mq->qp;
-	unsigned int i, best = qp->home, n = 0, k;
-	u64 best_cost = U64_MAX;
-
-	allowed &= mq->rails_up;
-	if (!allowed || allowed == BIT(qp->home))
-		return qp->home;
-	switch (READ_ONCE(mq->bond->policy)) {
-	case RBOND_POLICY_ACTIVE_BACKUP:
-		return qp->home;
-	case RBOND_POLICY_QP_HASH:
-		k = hash_32(qp->ibqp.qp_num, 8) % hweight_long(allowed);
-		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS)
-			if (n++ == k)
-				return i;
-		return qp->home;
-	case RBOND_POLICY_ROUND_ROBIN:
-		for (k = 1; k <= RBOND_MAX_RAILS; k++) {
-			i = (mq->rr + k) % RBOND_MAX_RAILS;
-			if (allowed & BIT(i)) {
-				mq->rr = i;
-				return i;
-			}
-		}
-		return qp->home;
-	case RBOND_POLICY_WEIGHTED:
-		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
-			u64 c = div_u64(mq->sbytes[i] << 4, mq->weight[i] ?: 1);
-
-			if (c < best_cost) {
-				best_cost = c;
-				best = i;
-			}
-		}
-		return best;
-	default:	/* adaptive: least outstanding bytes per unit of speed */
-		for (k = 1; k <= RBOND_MAX_RAILS; k++) {
-			u64 c;
-
-			i = (mq->rr + k) % RBOND_MAX_RAILS;
-			if (!(allowed & BIT(i)))
-				continue;
-			c = div_u64(mq->obytes[i] << 4, mq->weight[i] ?: 1);
-			if (c < best_cost) {
-				best_cost = c;
-				best = i;
-			}
-		}
-		mq->rr = best;
-		return best;
-	}
-}
-
-/*
- * Ordering (design 5): the rails a WQE of class @cl may go on now (0: it
- * waits for completions).  A strict WQE may use rail r only when no other
- * rail has WQEs in flight (RC order on r covers the rest); a relaxed WRITE
- * (READ) may use rail r when everything in flight on the other rails
- * belongs to the same relaxed class.  With nothing in flight a strict WQE
- * may use any rail it is allowed (flowlet switching).  A READ or atomic
- * also needs a free responder slot (max_rd_atomic) on the rail: one that
- * would queue inside the member QP is better placed on a rail with room,
- * and the member never sits at its limit.  qp->sq_lock held.
- */
-static unsigned long rbond_decide(struct rbond_mqp *mq, u8 cl,
-				  const struct ib_send_wr *wr,
-				  unsigned long allowed)
-{
-	u32 rkey = rdma_wr(wr)->rkey, mine;
-	unsigned long ok = 0, busy_other;
-	bool same_unres = false;
-	unsigned int r, s;
-
-	if ((cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD) &&
-	    mq->inflight_cl[mq->qp->home][cl])
-		return 0;	/* one at a time while keys are translated */
-
-	/*
-	 * Unresolved WQEs in flight to the key of a relaxed WQE are relaxed
-	 * WQEs of its class (same opcode, same memory).
-	 */
-	if (cl == RBOND_CL_WRITE || cl == RBOND_CL_READ) {
-		unsigned int u = cl - RBOND_CL_WRITE;
-
-		same_unres = READ_ONCE(mq->bond->ordering) == RBOND_ORDER_RELAXED ||
-			     mq->unres_rkey[u] == rkey;
-	}
-	allowed &= mq->rails_up | BIT(mq->qp->home);
-	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS) {
-		busy_other = 0;
-		for (s = 0; s < RBOND_MAX_RAILS; s++) {
-			if (s == r || !mq->inflight[s])
-				continue;
-			if (cl != RBOND_CL_WRITE && cl != RBOND_CL_READ) {
-				busy_other = 1;	/* strict or unresolved */
-				continue;
-			}
-			mine = mq->inflight_cl[s][cl];
-			if (same_unres)
-				mine += mq->inflight_cl[s][RBOND_CL_UNRESOLVED(cl)];
-			if (mq->inflight[s] != mine)
-				busy_other = 1;
-		}
-		if (!busy_other)
-			ok |= BIT(r);
-	}
-	return rbond_rd_free(mq, ok, wr->opcode, NULL);
 }
 
 /* Translate the local sges of @p for @rail from byte @off, @len bytes. */
@@ -1740,17 +1566,9 @@ static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
 	e = &qp->sq[seq & (qp->sq_size - 1)];
 	e->rail = rail;
 	e->byte_len = len;
-	e->flags |= RBOND_SWQE_MRAIL | (cl << RBOND_SWQE_CL_SHIFT);
-	if (cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD)
-		mq->unres_rkey[cl - RBOND_CL_UWRITE] = p->wr.rdma.rkey;
-	if (rbond_wr_is_rd(p->wr.send.opcode)) {
-		e->flags |= RBOND_SWQE_RD;
-		mq->rd_inflight[rail]++;
-	}
-	mq->inflight[rail]++;
-	mq->inflight_cl[rail][cl]++;
-	mq->obytes[rail] += len;
-	mq->sbytes[rail] += len;
+	rbond_sched_posted(&mq->s, e, rail, cl,
+			   rbond_wr_is_rd(p->wr.send.opcode),
+			   p->wr.rdma.rkey, len);
 	rbond_stat_add(bond, rail, RBOND_STAT_TX_WQES, 1);
 	rbond_stat_add(bond, rail, RBOND_STAT_TX_BYTES, len);
 	if (rail != qp->home)
@@ -1773,6 +1591,9 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 {
 	struct rbond_mqp *mq = qp->mrail;
 	struct rbond_dev *bond = mq->bond;
+	enum rbond_ordering ord = READ_ONCE(bond->ordering);
+	enum rbond_policy pol = READ_ONCE(bond->policy);
+	u32 rd_max = READ_ONCE(mq->app.max_rd_atomic);
 	u32 rkeys[RBOND_MAX_RAILS];
 	unsigned long allowed, ok;
 	struct rbond_pend pl, *p = &pl;
@@ -1843,7 +1664,8 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		goto out_unlock;
 	}
 	ok = mq->pend_head == mq->pend_tail ?
-	     rbond_decide(mq, cl, &pl.wr.send, allowed) : 0;
+	     rbond_sched_allowed(&mq->s, cl, &pl.wr.send, ord, rd_max,
+				 allowed) : 0;
 	if (!ok) {
 		/* Ordering point: wait for completions on other rails. */
 		seq = rbond_alloc_slot(qp, wr, wc_opcode, bytes, true);
@@ -1855,22 +1677,25 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	thr = READ_ONCE(bond->stripe_threshold);
 	if (cl != RBOND_CL_STRICT && thr && bytes > thr &&
 	    hweight_long(ok) > 1 &&
-	    READ_ONCE(bond->policy) != RBOND_POLICY_ACTIVE_BACKUP &&
-	    READ_ONCE(bond->policy) != RBOND_POLICY_QP_HASH) {
+	    pol != RBOND_POLICY_ACTIVE_BACKUP && pol != RBOND_POLICY_QP_HASH) {
 		nchunks = min_t(u64, DIV_ROUND_UP_ULL(bytes, thr),
 				hweight_long(ok) * 2);
 		/* keep room for a full queue of application WQEs */
 		nchunks = free > qp->cap.max_send_wr ?
 			  min(nchunks, free - qp->cap.max_send_wr) : 1;
 		/* READs: no more chunks than free READ slots */
-		rbond_rd_free(mq, ok, wr->opcode, &room);
+		rbond_sched_rd_free(&mq->s, ok, wr->opcode, rd_max, &room);
 		nchunks = clamp(room, 1U, nchunks);
 	}
 	len = DIV_ROUND_UP_ULL(bytes, nchunks);
 	for (k = 0, off = 0; k < nchunks; k++, off += len) {
 		u64 l = min(len, bytes - off);
 
-		rail = rbond_pick(mq, rbond_rd_free(mq, ok, wr->opcode, NULL) ?: ok);
+		rail = rbond_sched_pick(&mq->s, pol,
+					rbond_sched_rd_free(&mq->s, ok,
+							    wr->opcode,
+							    rd_max, NULL) ?: ok,
+					l);
 		seq = rbond_alloc_slot(qp, wr, wc_opcode, l,
 				       k == nchunks - 1);
 		ret = rbond_post_slot(mq, p, seq, rail, off, l,
@@ -1906,36 +1731,18 @@ bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e)
 
 	if (!mq || !mq->want_up)
 		return false;
-	e->flags |= RBOND_SWQE_MRAIL | (RBOND_CL_STRICT << RBOND_SWQE_CL_SHIFT);
-	if (e->opcode == IB_WC_RDMA_READ || e->opcode == IB_WC_COMP_SWAP ||
-	    e->opcode == IB_WC_FETCH_ADD) {
-		e->flags |= RBOND_SWQE_RD;
-		mq->rd_inflight[e->rail]++;
-	}
-	mq->inflight[e->rail]++;
-	mq->inflight_cl[e->rail][RBOND_CL_STRICT]++;
-	mq->obytes[e->rail] += e->byte_len;
+	rbond_sched_posted(&mq->s, e, e->rail, RBOND_CL_STRICT,
+			   e->opcode == IB_WC_RDMA_READ ||
+			   e->opcode == IB_WC_COMP_SWAP ||
+			   e->opcode == IB_WC_FETCH_ADD, 0, e->byte_len);
 	return true;
 }
 
 /* A slot completed (sq_lock held), before its byte_len is overwritten. */
 void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e)
 {
-	struct rbond_mqp *mq = qp->mrail;
-	u8 cl;
-
-	if (!mq || !(e->flags & RBOND_SWQE_MRAIL) ||
-	    e->rail >= RBOND_MAX_RAILS)
-		return;
-	cl = (e->flags & RBOND_SWQE_CL_MASK) >> RBOND_SWQE_CL_SHIFT;
-	if ((e->flags & RBOND_SWQE_RD) && mq->rd_inflight[e->rail])
-		mq->rd_inflight[e->rail]--;
-	e->flags &= ~(RBOND_SWQE_MRAIL | RBOND_SWQE_CL_MASK | RBOND_SWQE_RD);
-	if (!WARN_ON_ONCE(!mq->inflight[e->rail]))
-		mq->inflight[e->rail]--;
-	if (cl < RBOND_NR_CLASSES && mq->inflight_cl[e->rail][cl])
-		mq->inflight_cl[e->rail][cl]--;
-	mq->obytes[e->rail] -= min_t(u64, e->byte_len, mq->obytes[e->rail]);
+	if (qp->mrail)
+		rbond_sched_done(&qp->mrail->s, e);
 }
 
 /* Completion path (cq->lock and sq_lock held): post what may go now. */
@@ -1959,11 +1766,17 @@ void rbond_mrail_drain(struct rbond_qp *qp)
 		cl = rbond_classify(mq, &p->wr.send, &allowed, rkeys,
 				    &have_keys);
 		rcu_read_unlock();
-		ok = rbond_decide(mq, cl, &p->wr.send, allowed);
+		ok = rbond_sched_allowed(&mq->s, cl, &p->wr.send,
+					 READ_ONCE(mq->bond->ordering),
+					 READ_ONCE(mq->app.max_rd_atomic),
+					 allowed);
 		if (!ok)
 			break;
 		mq->pend_tail++;
-		if (rbond_post_slot(mq, p, p->seq, rbond_pick(mq, ok), 0,
+		if (rbond_post_slot(mq, p, p->seq,
+				    rbond_sched_pick(&mq->s,
+						     READ_ONCE(mq->bond->policy),
+						     ok, p->bytes), 0,
 				    p->bytes, have_keys ? rkeys : NULL, cl)) {
 			e = &qp->sq[p->seq & (qp->sq_size - 1)];
 			e->status = IB_WC_LOC_QP_OP_ERR;
@@ -1982,7 +1795,7 @@ int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
 		return 0;
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	up = mq->up;
-	rails = mq->rails_up;
+	rails = mq->s.rails_up;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	if (rdma_nl_put_driver_string(msg, "multirail",
 				      up ? "up" : mq->gave_up ? "single" :

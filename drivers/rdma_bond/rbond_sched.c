@@ -1,17 +1,278 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * rdma_bond: the scheduler interface.
+ * rdma_bond: the scheduler.
  *
- * rbond_sched_pick_rail() chooses the rail of one send WQE.  It runs under
- * the QP's send post lock, in any context, and must not sleep.  Until the
- * peer negotiation that brings up member QPs on the other rails exists,
- * every WQE goes to the QP's home rail whatever the policy: this is the
- * single-rail data path (and exactly RC semantics against any peer).
+ * Single-rail QPs (no peer negotiation, or a plain peer) use their home
+ * rail: rbond_sched_pick_rail().  For a multi-rail QP, rbond_mrail.c asks
+ * rbond_sched_allowed() which rails a WQE of a class may use now (ordering,
+ * READ slots; none: the WQE waits for completions), rbond_sched_pick() for
+ * one of them by the device's policy, and reports every member WQE posted
+ * and completed.  All under the QP's sq_lock; nothing sleeps.
  */
-#include "rbond.h"
+#include <linux/hash.h>
+#include <linux/ktime.h>
+
+#include "rbond_sched.h"
 
 unsigned int rbond_sched_pick_rail(struct rbond_qp *qp,
 				   const struct ib_send_wr *wr)
 {
 	return qp->home;
+}
+
+/*
+ * The rails of @rails with a free READ/atomic slot (@rd_max per member QP)
+ * for a WQE of opcode @op (all of them for other opcodes); *room gets the
+ * number of free slots.
+ */
+unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
+				  unsigned long rails, enum ib_wr_opcode op,
+				  u32 rd_max, unsigned int *room)
+{
+	unsigned int r, n = 0;
+
+	if (!rbond_wr_is_rd(op) || !rd_max) {
+		if (room)
+			*room = UINT_MAX;
+		return rails;
+	}
+	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
+		if (s->rd_inflight[r] >= rd_max)
+			rails &= ~BIT(r);
+		else
+			n += rd_max - s->rd_inflight[r];
+	}
+	if (room)
+		*room = n;
+	return rails;
+}
+
+/* A rail's measured rate needs this many completions over at least... */
+#define RBOND_RATE_MIN_N	4
+#define RBOND_RATE_MIN_NS	(10 * NSEC_PER_MSEC)
+
+/*
+ * Adaptive: the rail where a WQE of @len bytes would be done first - its
+ * outstanding bytes plus @len over the rail's measured rate.  Rails whose
+ * rate is not known yet: fewest outstanding bytes per unit of link speed.
+ */
+static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
+					 unsigned long allowed, u64 len)
+{
+	unsigned int i, k, best = s->home;
+	u32 rate[RBOND_MAX_RAILS];
+	bool measured = true;
+	u64 c, best_cost = U64_MAX;
+
+	for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
+		rate[i] = READ_ONCE(s->bond->rails[i].rate);
+		if (!rate[i])
+			measured = false;
+	}
+	for (k = 1; k <= RBOND_MAX_RAILS; k++) {
+		i = (s->rr + k) % RBOND_MAX_RAILS;
+		if (!(allowed & BIT(i)))
+			continue;
+		if (measured)
+			c = div_u64((s->obytes[i] + len) << 10, rate[i]);
+		else
+			c = div_u64(s->obytes[i] << 4, s->weight[i] ?: 1);
+		if (c < best_cost) {
+			best_cost = c;
+			best = i;
+		}
+	}
+	s->rr = best;
+	return best;
+}
+
+/* One rail of @allowed by the device's policy @pol for @len bytes. */
+unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
+			      unsigned long allowed, u64 len)
+{
+	unsigned int i, best = s->home, n = 0, k;
+	u64 best_cost = U64_MAX;
+
+	allowed &= s->rails_up;
+	if (!allowed || allowed == BIT(s->home))
+		return s->home;
+	switch (pol) {
+	case RBOND_POLICY_ACTIVE_BACKUP:
+		return s->home;
+	case RBOND_POLICY_QP_HASH:
+		k = hash_32(s->qpn, 8) % hweight_long(allowed);
+		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS)
+			if (n++ == k)
+				return i;
+		return s->home;
+	case RBOND_POLICY_ROUND_ROBIN:
+		for (k = 1; k <= RBOND_MAX_RAILS; k++) {
+			i = (s->rr + k) % RBOND_MAX_RAILS;
+			if (allowed & BIT(i)) {
+				s->rr = i;
+				return i;
+			}
+		}
+		return s->home;
+	case RBOND_POLICY_WEIGHTED:
+		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
+			u64 c = div_u64(s->sbytes[i] << 4, s->weight[i] ?: 1);
+
+			if (c < best_cost) {
+				best_cost = c;
+				best = i;
+			}
+		}
+		return best;
+	default:
+		return rbond_sched_adaptive(s, allowed, len);
+	}
+}
+
+/*
+ * Ordering (design 5): the rails of @allowed a WQE @wr of class @cl may go
+ * on now (0: it waits for completions).  A strict WQE may use rail r only
+ * when no other rail has WQEs in flight (RC order on r covers the rest); a
+ * relaxed WRITE (READ) may use rail r when everything in flight on the
+ * other rails belongs to the same relaxed class (unresolved WQEs to the
+ * same key included: they are WRITEs (READs) to the same relaxed memory).
+ * With nothing in flight a strict WQE may use any rail it is allowed
+ * (flowlet switching).  A READ or atomic also needs a free responder slot
+ * (@rd_max) on the rail: one that would queue inside the member QP is
+ * better placed on a rail with room, and the member never sits at its
+ * limit.
+ */
+unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
+				  const struct ib_send_wr *wr,
+				  enum rbond_ordering ord, u32 rd_max,
+				  unsigned long allowed)
+{
+	u32 rkey = rdma_wr(wr)->rkey, mine;
+	unsigned long ok = 0, busy_other;
+	bool relaxed = cl == RBOND_CL_WRITE || cl == RBOND_CL_READ;
+	bool same_unres = false;
+	unsigned int r, o;
+
+	if ((cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD) &&
+	    s->inflight_cl[s->home][cl])
+		return 0;	/* one at a time while keys are translated */
+	if (relaxed)
+		same_unres = ord == RBOND_ORDER_RELAXED ||
+			     s->unres_rkey[cl - RBOND_CL_WRITE] == rkey;
+	allowed &= s->rails_up | BIT(s->home);
+	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS) {
+		busy_other = 0;
+		for (o = 0; o < RBOND_MAX_RAILS; o++) {
+			if (o == r || !s->inflight[o])
+				continue;
+			if (!relaxed) {
+				busy_other = 1;	/* strict or unresolved */
+				continue;
+			}
+			mine = s->inflight_cl[o][cl];
+			if (same_unres)
+				mine += s->inflight_cl[o][RBOND_CL_UNRESOLVED(cl)];
+			if (s->inflight[o] != mine)
+				busy_other = 1;
+		}
+		if (!busy_other)
+			ok |= BIT(r);
+	}
+	return rbond_sched_rd_free(s, ok, wr->opcode, rd_max, NULL);
+}
+
+/* A member WQE goes out on @r: an idle rail starts a measurement window. */
+static void rbond_sched_busy(struct rbond_sched *s, unsigned int r)
+{
+	struct rbond_rail *rail = &s->bond->rails[r];
+
+	spin_lock(&rail->rate_lock);
+	if (!rail->busy++) {
+		rail->win_t0 = ktime_get_ns();
+		rail->win_bytes = 0;
+		rail->win_n = 0;
+	}
+	spin_unlock(&rail->rate_lock);
+}
+
+/*
+ * A member WQE of @bytes completed on @r (@count: it is a completion, not
+ * a QP giving back what it had outstanding): every few completions over at
+ * least RBOND_RATE_MIN_NS of busy time, a rate sample for the rail.
+ */
+static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
+			       u64 bytes, bool count)
+{
+	struct rbond_rail *rail = &s->bond->rails[r];
+	u64 now, dt, sample;
+
+	spin_lock(&rail->rate_lock);
+	rail->busy -= min(rail->busy, n);
+	if (!count)
+		goto out_unlock;
+	rail->win_bytes += bytes;
+	if (++rail->win_n < RBOND_RATE_MIN_N)
+		goto out_unlock;
+	now = ktime_get_ns();
+	dt = now - rail->win_t0;
+	if (dt < RBOND_RATE_MIN_NS)
+		goto out_unlock;
+	sample = min_t(u64, div64_u64(rail->win_bytes << 20, dt), U32_MAX);
+	WRITE_ONCE(rail->rate, max_t(u64, rail->rate ?
+				     (3ULL * rail->rate + sample) / 4 :
+				     sample, 1));
+	rail->win_t0 = now;
+	rail->win_bytes = 0;
+	rail->win_n = 0;
+out_unlock:
+	spin_unlock(&rail->rate_lock);
+}
+
+/* A member WQE of @len bytes for slot @e went out on @rail. */
+void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
+			unsigned int rail, u8 cl, bool rd, u32 rkey, u64 len)
+{
+	e->flags |= RBOND_SWQE_MRAIL | (cl << RBOND_SWQE_CL_SHIFT);
+	if (cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD)
+		s->unres_rkey[cl - RBOND_CL_UWRITE] = rkey;
+	if (rd) {
+		e->flags |= RBOND_SWQE_RD;
+		s->rd_inflight[rail]++;
+	}
+	rbond_sched_busy(s, rail);
+	s->inflight[rail]++;
+	s->inflight_cl[rail][cl]++;
+	s->obytes[rail] += len;
+	s->sbytes[rail] += len;
+}
+
+/* Slot @e completed, before its byte_len is overwritten. */
+void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e)
+{
+	u8 cl = (e->flags & RBOND_SWQE_CL_MASK) >> RBOND_SWQE_CL_SHIFT;
+	unsigned int r = e->rail;
+
+	if (!(e->flags & RBOND_SWQE_MRAIL) || r >= RBOND_MAX_RAILS)
+		return;
+	if ((e->flags & RBOND_SWQE_RD) && s->rd_inflight[r])
+		s->rd_inflight[r]--;
+	e->flags &= ~(RBOND_SWQE_MRAIL | RBOND_SWQE_CL_MASK | RBOND_SWQE_RD);
+	if (!WARN_ON_ONCE(!s->inflight[r]))
+		s->inflight[r]--;
+	if (cl < RBOND_NR_CLASSES && s->inflight_cl[r][cl])
+		s->inflight_cl[r][cl]--;
+	s->obytes[r] -= min_t(u64, e->byte_len, s->obytes[r]);
+	rbond_sched_unbusy(s, r, 1, e->byte_len, true);
+}
+
+/* The QP goes away: what it still had outstanding no longer keeps rails busy. */
+void rbond_sched_release(struct rbond_sched *s)
+{
+	unsigned int r;
+
+	for (r = 0; r < RBOND_MAX_RAILS; r++) {
+		if (s->inflight[r])
+			rbond_sched_unbusy(s, r, s->inflight[r], 0, false);
+		s->inflight[r] = 0;
+	}
 }

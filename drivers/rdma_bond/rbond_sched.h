@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * rdma_bond: the scheduler of a multi-rail QP - which rails a send WQE may
+ * use without breaking RC ordering (design 5) and which one of them the
+ * device's policy picks (design 6).  Pure bookkeeping over per-rail
+ * counters: every function runs under the QP's sq_lock, in any context,
+ * and never sleeps.  See Documentation/rdma_bond.rst, "Ordering and
+ * striping".
+ */
+#ifndef RBOND_SCHED_H
+#define RBOND_SCHED_H
+
+#include "rbond.h"
+
+/*
+ * Ordering classes.  An RDMA WRITE (READ) whose remote key is being
+ * translated goes on the home rail and is placed as strict; it is
+ * "unresolved" (UWRITE/UREAD) rather than STRICT so that once the key turns
+ * out to be relaxed, later WQEs to the same key may count it as one of
+ * their own class and go on other rails without waiting for it.  Only one
+ * unresolved WQE of a class is in flight: the next waits for its completion
+ * (by then the answer is usually in), so a burst posted at once to a new
+ * key is striped rather than queued on the home rail behind the first.
+ */
+enum rbond_class {
+	RBOND_CL_STRICT,
+	RBOND_CL_WRITE,		/* relaxed RDMA WRITE run */
+	RBOND_CL_READ,		/* relaxed RDMA READ run */
+	RBOND_CL_UWRITE,	/* RDMA WRITE, key not translated yet */
+	RBOND_CL_UREAD,		/* RDMA READ, key not translated yet */
+	RBOND_NR_CLASSES
+};
+
+#define RBOND_CL_UNRESOLVED(cl)	((cl) + RBOND_CL_UWRITE - RBOND_CL_WRITE)
+
+/* Shadow slot flags of a WQE the scheduler accounts (rbond_swqe.flags) */
+#define RBOND_SWQE_RD		BIT(3)	/* holds a READ/atomic slot */
+#define RBOND_SWQE_CL_SHIFT	4
+#define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
+#define RBOND_SWQE_MRAIL	BIT(7)	/* accounted here */
+
+static inline bool rbond_wr_is_rd(enum ib_wr_opcode op)
+{
+	return op == IB_WR_RDMA_READ || op == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Per multi-rail QP (qp->sq_lock) */
+struct rbond_sched {
+	struct rbond_dev *bond;
+	unsigned int home;
+	u32 qpn;
+	unsigned long rails_up;		/* rails with a member at RTS */
+	u32 inflight[RBOND_MAX_RAILS];
+	u32 inflight_cl[RBOND_MAX_RAILS][RBOND_NR_CLASSES];
+	u32 rd_inflight[RBOND_MAX_RAILS];	/* READs and atomics */
+	u64 obytes[RBOND_MAX_RAILS];	/* outstanding bytes */
+	u64 sbytes[RBOND_MAX_RAILS];	/* bytes sent so far */
+	u32 weight[RBOND_MAX_RAILS];	/* link speed x width */
+	u32 unres_rkey[2];		/* key of the unresolved WQE in flight */
+	u32 rr;
+};
+
+unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
+				  const struct ib_send_wr *wr,
+				  enum rbond_ordering ord, u32 rd_max,
+				  unsigned long allowed);
+unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
+				  unsigned long rails, enum ib_wr_opcode op,
+				  u32 rd_max, unsigned int *room);
+unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
+			      unsigned long allowed, u64 len);
+void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
+			unsigned int rail, u8 cl, bool rd, u32 rkey, u64 len);
+void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e);
+void rbond_sched_release(struct rbond_sched *s);
+
+#endif /* RBOND_SCHED_H */
