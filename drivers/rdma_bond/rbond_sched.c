@@ -185,14 +185,15 @@ unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 static void rbond_sched_busy(struct rbond_sched *s, unsigned int r)
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
+	unsigned long flags;
 
-	spin_lock(&rail->rate_lock);
+	spin_lock_irqsave(&rail->rate_lock, flags);
 	if (!rail->busy++) {
 		rail->win_t0 = ktime_get_ns();
 		rail->win_bytes = 0;
 		rail->win_n = 0;
 	}
-	spin_unlock(&rail->rate_lock);
+	spin_unlock_irqrestore(&rail->rate_lock, flags);
 }
 
 /*
@@ -204,9 +205,11 @@ static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
 			       u64 bytes, bool count)
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
+	unsigned long flags;
 	u64 now, dt, sample;
 
-	spin_lock(&rail->rate_lock);
+	/* also from process context (rbond_sched_release) */
+	spin_lock_irqsave(&rail->rate_lock, flags);
 	rail->busy -= min(rail->busy, n);
 	if (!count)
 		goto out_unlock;
@@ -225,7 +228,7 @@ static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
 	rail->win_bytes = 0;
 	rail->win_n = 0;
 out_unlock:
-	spin_unlock(&rail->rate_lock);
+	spin_unlock_irqrestore(&rail->rate_lock, flags);
 }
 
 /* A member WQE of @len bytes for slot @e went out on @rail. */
