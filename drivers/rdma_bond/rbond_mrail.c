@@ -1465,10 +1465,9 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 	if ((wr->send_flags & IB_SEND_FENCE) ||
 	    ((wr->send_flags & IB_SEND_INLINE) && !mq->qp->user))
 		return RBOND_CL_STRICT;
-	if (ord == RBOND_ORDER_STRICT)
-		return RBOND_CL_STRICT;
 	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey, &resolving);
-	if (!e && resolving)	/* home rail; its class is known once the key is */
+	/* home rail; its class is known once the key is */
+	if (!e && resolving && ord != RBOND_ORDER_STRICT)
 		return RBOND_CL_UNRESOLVED(cl);
 	if (!e)			/* home rail for good */
 		return ord == RBOND_ORDER_RELAXED ? cl : RBOND_CL_STRICT;
@@ -1482,8 +1481,9 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 		    mq->peer_rail[pr].index < RBOND_MAX_RAILS)
 			rkeys[i] = e->rail_rkey[mq->peer_rail[pr].index];
 	}
-	if (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed)
-		return RBOND_CL_STRICT;
+	if (ord == RBOND_ORDER_STRICT ||
+	    (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed))
+		return RBOND_CL_STRICT;	/* flowlet switching only */
 	return cl;
 }
 
