@@ -16,7 +16,8 @@
 #   2. single-QP ib_write_bw bond<->bond over two rails shaped to the same
 #      rate, 1 MiB and 64 KiB: both rails carry data and the steady-state
 #      rate is at least MR_MIN_RATIO x one rail (plain rxe over rail 0,
-#      measured in the same run);
+#      measured in the same run); a WRITE and a READ burst of 16 x 1 MiB
+#      posted at once to a key the bond has not seen use both rails;
 #      (skipped with MR_BW=0: the debug lane, where KASAN makes rxe
 #      CPU-bound);
 #   3. bond<->plain rxe: still correct, single-rail.
