@@ -141,19 +141,12 @@ gain 64k
 # striped from the start (the translation is awaited by the WQEs behind the
 # first one, not bypassed on the home rail)
 burst() {	# burst OP
-	local r0 r1 rc spid ox=
+	local r0 r1 rc ox=
 	[ "$1" = read ] && ox="-o 2"
-	PROV_PORT=$((PROV_PORT + 1))
 	r0=$(($(rail_tx_bytes a0) + $(rail_tx_bytes b0)))
 	r1=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
-	timeout -k 5 600 "ib_$1_bw" -d rbond1 -p $PROV_PORT -s 1048576 -n 16 -t 128 \
-		$ox $U >/tmp/mr_bw.srv 2>&1 &
-	spid=$!
-	prov_wait_listen $PROV_PORT 60 || log "ib_$1_bw server not listening"
-	timeout -k 5 600 "ib_$1_bw" -d rbond0 -p $PROV_PORT -s 1048576 -n 16 -t 128 \
-		$ox $U "$(prov_ip rbond1)" >/tmp/mr_bw 2>&1
+	prov_cs rbond1 rbond0 /tmp/mr_bw "ib_$1_bw" -s 1048576 -n 16 -t 128 $ox $U
 	rc=$?
-	wait $spid || rc=1
 	r0=$(($(rail_tx_bytes a0) + $(rail_tx_bytes b0) - r0))
 	r1=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1) - r1))
 	[ $rc = 0 ] && [ $r0 -gt $(((r0 + r1) / 4)) ] && [ $r1 -gt $(((r0 + r1) / 4)) ]
