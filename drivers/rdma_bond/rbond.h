@@ -86,6 +86,7 @@ struct rbond_rail {
 	 */
 	spinlock_t rate_lock;
 	u32 busy;			/* member WQEs outstanding */
+	u64 obytes;			/* and their bytes */
 	u32 win_n;
 	u64 win_t0, win_bytes;
 	u32 rate;
@@ -115,6 +116,7 @@ struct rbond_dev {
 	enum rbond_policy policy;
 	enum rbond_ordering ordering;
 	u32 stripe_threshold;
+	u32 rail_window;		/* adaptive: bytes outstanding per rail */
 
 	struct work_struct unreg_work;
 	bool unreg_queued;

@@ -506,26 +506,51 @@ static ssize_t ordering_store(struct device *device,
 }
 static DEVICE_ATTR_RW(ordering);
 
+static ssize_t rbond_show_u32(char *buf, const u32 *v)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*v));
+}
+
+static ssize_t rbond_store_u32(const char *buf, size_t count, u32 *v)
+{
+	u32 n;
+	int ret = kstrtou32(buf, 0, &n);
+
+	if (ret)
+		return ret;
+	WRITE_ONCE(*v, n);
+	return count;
+}
+
 static ssize_t stripe_threshold_show(struct device *device,
 				     struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%u\n",
-			  READ_ONCE(rbond_from_kdev(device)->stripe_threshold));
+	return rbond_show_u32(buf, &rbond_from_kdev(device)->stripe_threshold);
 }
 
 static ssize_t stripe_threshold_store(struct device *device,
 				      struct device_attribute *attr,
 				      const char *buf, size_t count)
 {
-	u32 v;
-	int ret = kstrtou32(buf, 0, &v);
-
-	if (ret)
-		return ret;
-	WRITE_ONCE(rbond_from_kdev(device)->stripe_threshold, v);
-	return count;
+	return rbond_store_u32(buf, count,
+			       &rbond_from_kdev(device)->stripe_threshold);
 }
 static DEVICE_ATTR_RW(stripe_threshold);
+
+static ssize_t rail_window_show(struct device *device,
+				struct device_attribute *attr, char *buf)
+{
+	return rbond_show_u32(buf, &rbond_from_kdev(device)->rail_window);
+}
+
+static ssize_t rail_window_store(struct device *device,
+				 struct device_attribute *attr,
+				 const char *buf, size_t count)
+{
+	return rbond_store_u32(buf, count,
+			       &rbond_from_kdev(device)->rail_window);
+}
+static DEVICE_ATTR_RW(rail_window);
 
 static struct attribute *rbond_attrs[] = {
 	&dev_attr_abi_version.attr,
@@ -535,6 +560,7 @@ static struct attribute *rbond_attrs[] = {
 	&dev_attr_policy.attr,
 	&dev_attr_ordering.attr,
 	&dev_attr_stripe_threshold.attr,
+	&dev_attr_rail_window.attr,
 	NULL
 };
 

@@ -44,6 +44,11 @@ module_param(stripe_threshold, uint, 0444);
 MODULE_PARM_DESC(stripe_threshold,
 		 "Default size in bytes above which one WQE may be split across rails");
 
+static uint rail_window = 1048576;
+module_param(rail_window, uint, 0444);
+MODULE_PARM_DESC(rail_window,
+		 "Default bytes the adaptive policy keeps outstanding per rail, all multi-rail QPs together (0: no limit)");
+
 struct workqueue_struct *rbond_wq;
 
 /* Protects rbond_list and every bond's rails. */
@@ -364,6 +369,7 @@ static int rbond_create(const char *name, struct ib_device *member, u32 port,
 	bond->ordering = max(rbond_lookup_policy(ordering, rbond_ordering_names,
 						 RBOND_NR_ORDERINGS), 0);
 	bond->stripe_threshold = stripe_threshold;
+	bond->rail_window = rail_window;
 	INIT_WORK(&bond->unreg_work, rbond_unreg_work);
 
 	rbond_rail_init(bond, 0, member, port, ndev);

@@ -52,9 +52,10 @@ unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
 #define RBOND_RATE_MIN_NS	(10 * NSEC_PER_MSEC)
 
 /*
- * Adaptive: the rail where a WQE of @len bytes would be done first - its
- * outstanding bytes plus @len over the rail's measured rate.  Rails whose
- * rate is not known yet: fewest outstanding bytes per unit of link speed.
+ * Adaptive: the rail where a WQE of @len bytes would be done first - the
+ * bytes outstanding on the rail (all multi-rail QPs of the bond) plus @len
+ * over the rail's measured rate.  Until every rate is known: fewest
+ * outstanding bytes per unit of link speed.
  */
 static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
 					 unsigned long allowed, u64 len)
@@ -62,7 +63,7 @@ static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
 	unsigned int i, k, best = s->home;
 	u32 rate[RBOND_MAX_RAILS];
 	bool measured = true;
-	u64 c, best_cost = U64_MAX;
+	u64 ob, c, best_cost = U64_MAX;
 
 	for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
 		rate[i] = READ_ONCE(s->bond->rails[i].rate);
@@ -73,10 +74,11 @@ static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
 		i = (s->rr + k) % RBOND_MAX_RAILS;
 		if (!(allowed & BIT(i)))
 			continue;
+		ob = READ_ONCE(s->bond->rails[i].obytes);
 		if (measured)
-			c = div_u64((s->obytes[i] + len) << 10, rate[i]);
+			c = div_u64((ob + len) << 10, rate[i]);
 		else
-			c = div_u64(s->obytes[i] << 4, s->weight[i] ?: 1);
+			c = div_u64(ob << 4, s->weight[i] ?: 1);
 		if (c < best_cost) {
 			best_cost = c;
 			best = i;
@@ -129,6 +131,48 @@ unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
 	}
 }
 
+/* A rail with fewer member WQEs than this in flight has room, whatever their size */
+#define RBOND_WIN_MIN_WQES	2
+/* ... and so has one holding less than this much time at its measured rate */
+#define RBOND_WIN_NS		(200 * NSEC_PER_USEC)
+
+/*
+ * Adaptive: the rails of @rails with room for more relaxed work.  A rail
+ * is full when the bond's multi-rail QPs together have more outstanding
+ * on it than the device's rail_window bytes, RBOND_WIN_NS at its measured
+ * rate and RBOND_WIN_MIN_WQES WQEs.  Work for full rails waits in the QP's
+ * pending queue and goes out on the QP's next completion to whichever rail
+ * has drained: the rails pull work at their real speed, also a burst
+ * posted before any rate is measured or while an estimate is off, and no
+ * rail is left with a long tail.  A QP with nothing in flight may always
+ * post (it has no completion to wait for); with one rail to choose from,
+ * holding work back gains nothing.
+ */
+static unsigned long rbond_sched_room(const struct rbond_sched *s,
+				      unsigned long rails)
+{
+	u64 win = READ_ONCE(s->bond->rail_window);
+	struct rbond_rail *rail;
+	unsigned long full = 0;
+	unsigned int r, n = 0;
+
+	if (!win || hweight_long(rails) < 2 ||
+	    READ_ONCE(s->bond->policy) != RBOND_POLICY_ADAPTIVE)
+		return rails;
+	for (r = 0; r < RBOND_MAX_RAILS; r++)
+		n += s->inflight[r];
+	if (!n)
+		return rails;
+	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
+		rail = &s->bond->rails[r];
+		if (READ_ONCE(rail->busy) >= RBOND_WIN_MIN_WQES &&
+		    READ_ONCE(rail->obytes) >=
+		    max(win, (u64)READ_ONCE(rail->rate) * RBOND_WIN_NS >> 20))
+			full |= BIT(r);
+	}
+	return rails & ~full;
+}
+
 /*
  * Ordering (design 5): the rails of @allowed a WQE @wr of class @cl may go
  * on now (0: it waits for completions).  A strict WQE may use rail r only
@@ -140,7 +184,8 @@ unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
  * (flowlet switching).  A READ or atomic also needs a free responder slot
  * (@rd_max) on the rail: one that would queue inside the member QP is
  * better placed on a rail with room, and the member never sits at its
- * limit.
+ * limit.  Relaxed WQEs under the adaptive policy also need room in the
+ * rail's window (rbond_sched_room()).
  */
 unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 				  const struct ib_send_wr *wr,
@@ -178,16 +223,18 @@ unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 		if (!busy_other)
 			ok |= BIT(r);
 	}
-	return rbond_sched_rd_free(s, ok, wr->opcode, rd_max, NULL);
+	ok = rbond_sched_rd_free(s, ok, wr->opcode, rd_max, NULL);
+	return relaxed ? rbond_sched_room(s, ok) : ok;
 }
 
 /* A member WQE goes out on @r: an idle rail starts a measurement window. */
-static void rbond_sched_busy(struct rbond_sched *s, unsigned int r)
+static void rbond_sched_busy(struct rbond_sched *s, unsigned int r, u64 len)
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
 	unsigned long flags;
 
 	spin_lock_irqsave(&rail->rate_lock, flags);
+	WRITE_ONCE(rail->obytes, rail->obytes + len);
 	if (!rail->busy++) {
 		rail->win_t0 = ktime_get_ns();
 		rail->win_bytes = 0;
@@ -197,8 +244,8 @@ static void rbond_sched_busy(struct rbond_sched *s, unsigned int r)
 }
 
 /*
- * A member WQE of @bytes completed on @r (@count: it is a completion, not
- * a QP giving back what it had outstanding): every few completions over at
+ * @n member WQEs of @bytes left rail @r (@count: a completion, not a QP
+ * giving back what it had outstanding): every few completions over at
  * least RBOND_RATE_MIN_NS of busy time, a rate sample for the rail.
  */
 static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
@@ -211,6 +258,7 @@ static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
 	/* also from process context (rbond_sched_release) */
 	spin_lock_irqsave(&rail->rate_lock, flags);
 	rail->busy -= min(rail->busy, n);
+	WRITE_ONCE(rail->obytes, rail->obytes - min(rail->obytes, bytes));
 	if (!count)
 		goto out_unlock;
 	rail->win_bytes += bytes;
@@ -242,7 +290,7 @@ void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 		e->flags |= RBOND_SWQE_RD;
 		s->rd_inflight[rail]++;
 	}
-	rbond_sched_busy(s, rail);
+	rbond_sched_busy(s, rail, len);
 	s->inflight[rail]++;
 	s->inflight_cl[rail][cl]++;
 	s->obytes[rail] += len;
@@ -275,7 +323,9 @@ void rbond_sched_release(struct rbond_sched *s)
 
 	for (r = 0; r < RBOND_MAX_RAILS; r++) {
 		if (s->inflight[r])
-			rbond_sched_unbusy(s, r, s->inflight[r], 0, false);
+			rbond_sched_unbusy(s, r, s->inflight[r], s->obytes[r],
+					   false);
 		s->inflight[r] = 0;
+		s->obytes[r] = 0;
 	}
 }
