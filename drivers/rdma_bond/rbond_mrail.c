@@ -118,6 +118,7 @@ struct rbond_mqp {
 	struct rbond_conn *conn;	/* our active connection */
 	unsigned int tries;
 	bool rsp_ok, gave_up, created;
+	wait_queue_head_t up_wq;	/* up or gave_up: rbond_mrail_wait_up() */
 	bool have_peer;
 	u8 peer_nrails;
 	struct rbond_msg_rail peer_rail[RBOND_MAX_RAILS];
@@ -247,6 +248,7 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 	spin_lock_init(&mq->attr_lock);
 	INIT_DELAYED_WORK(&mq->work, rbond_mq_work);
 	INIT_WORK(&mq->fail_work, rbond_mq_fail_work);
+	init_waitqueue_head(&mq->up_wq);
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		mq->m[i].peer = -1;
 
@@ -447,14 +449,26 @@ void rbond_mrail_qp_failed(struct rbond_qp *qp)
 void rbond_mrail_wait_up(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
-	unsigned long end;
 
 	if (!mq || !READ_ONCE(rbond_upgrade_wait_ms))
 		return;
-	end = jiffies + msecs_to_jiffies(READ_ONCE(rbond_upgrade_wait_ms));
-	while (!READ_ONCE(mq->up) && !READ_ONCE(mq->gave_up) &&
-	       time_before(jiffies, end) && !fatal_signal_pending(current))
-		msleep(20);
+	wait_event_killable_timeout(mq->up_wq, READ_ONCE(mq->up) ||
+				    READ_ONCE(mq->gave_up),
+				    msecs_to_jiffies(READ_ONCE(rbond_upgrade_wait_ms)));
+}
+
+/* The data path switches to the rails (sq_lock held, any context). */
+static void rbond_mq_set_up(struct rbond_mqp *mq)
+{
+	WRITE_ONCE(mq->up, true);
+	wake_up_all(&mq->up_wq);
+}
+
+/* The QP stays single-rail (mq->lock held). */
+static void rbond_mq_give_up(struct rbond_mqp *mq)
+{
+	WRITE_ONCE(mq->gave_up, true);
+	wake_up_all(&mq->up_wq);
 }
 
 bool rbond_mrail_active(const struct rbond_qp *qp)
@@ -786,7 +800,7 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 		mq->up_seq = qp->sq_head;
 	}
 	if (qp->sq_head == qp->sq_tail)
-		WRITE_ONCE(mq->up, true);
+		rbond_mq_set_up(mq);
 	spin_unlock(&qp->sq_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
 	atomic64_inc(&rbond_mstats.qp_up);
@@ -854,7 +868,7 @@ static void rbond_mq_work(struct work_struct *work)
 	if (!mq->created) {
 		mq->created = true;
 		if (!rbond_mq_create_members(mq))
-			mq->gave_up = true;
+			rbond_mq_give_up(mq);
 	}
 	if (rsp_pending)
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: QP_RSP from 0x%x: status %u%s\n",
@@ -870,7 +884,7 @@ static void rbond_mq_work(struct work_struct *work)
 		case RBOND_ST_NOT_READY:
 			break;
 		default:
-			mq->gave_up = true;
+			rbond_mq_give_up(mq);
 		}
 	}
 	if (req_pending && req_conn && req_conn->raddr == peer_addr &&
@@ -887,14 +901,14 @@ static void rbond_mq_work(struct work_struct *work)
 			home_addr = rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev);
 			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);
 			if (!mq->conn)
-				mq->gave_up = true;	/* not a bond peer */
+				rbond_mq_give_up(mq);	/* not a bond peer */
 		}
 		if (mq->conn) {
 			enum rbond_conn_state st = READ_ONCE(mq->conn->state);
 
 			if (st == RBOND_CONN_FAILED || st == RBOND_CONN_DEAD ||
 			    ++mq->tries > RBOND_MQ_MAX_TRIES) {
-				mq->gave_up = true;
+				rbond_mq_give_up(mq);
 			} else if (st == RBOND_CONN_UP) {
 				memset(msg, 0, sizeof(*msg));
 				rbond_mq_fill_rails(mq, msg, false);
@@ -1732,9 +1746,7 @@ bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e)
 	if (!mq || !mq->want_up)
 		return false;
 	rbond_sched_posted(&mq->s, e, e->rail, RBOND_CL_STRICT,
-			   e->opcode == IB_WC_RDMA_READ ||
-			   e->opcode == IB_WC_COMP_SWAP ||
-			   e->opcode == IB_WC_FETCH_ADD, 0, e->byte_len);
+			   rbond_wc_is_rd(e->opcode), 0, e->byte_len);
 	return true;
 }
 
@@ -1759,7 +1771,7 @@ void rbond_mrail_drain(struct rbond_qp *qp)
 	if (!mq)
 		return;
 	if (mq->want_up && !mq->up && (s32)(qp->sq_tail - mq->up_seq) >= 0)
-		WRITE_ONCE(mq->up, true);
+		rbond_mq_set_up(mq);
 	while (mq->pend_tail != mq->pend_head) {
 		p = &mq->pend[mq->pend_tail & (mq->pend_size - 1)];
 		rcu_read_lock();

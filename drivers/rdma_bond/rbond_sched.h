@@ -39,10 +39,17 @@ enum rbond_class {
 #define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
 #define RBOND_SWQE_MRAIL	BIT(7)	/* accounted here */
 
+/* A READ or atomic: takes a max_rd_atomic slot (by WR, or by WC opcode) */
 static inline bool rbond_wr_is_rd(enum ib_wr_opcode op)
 {
 	return op == IB_WR_RDMA_READ || op == IB_WR_ATOMIC_CMP_AND_SWP ||
 	       op == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline bool rbond_wc_is_rd(enum ib_wc_opcode op)
+{
+	return op == IB_WC_RDMA_READ || op == IB_WC_COMP_SWAP ||
+	       op == IB_WC_FETCH_ADD;
 }
 
 /* Per multi-rail QP (qp->sq_lock) */
