@@ -131,6 +131,18 @@ _wire() {
 	ip neigh replace "$3" dev "$2" nud permanent lladdr "$(cat "/sys/class/net/$1/address")"
 }
 
+# _rx_pin DEV RAIL: receive DEV's packets on one CPU (RPS).  A veth hands
+# each packet to the backlog of the CPU that transmits it, and the qdisc
+# (tbf) dequeues on whichever CPU runs it: with 2 vCPUs one flow's packets
+# were processed in parallel and arrived out of order, which rxe (no drops
+# anywhere) answered with go-back-N retries and, now and then, a stall of
+# seconds.  One CPU per rail keeps each rail in order (a real NIC's queue).
+_rx_pin() {
+	local f=/sys/class/net/$1/queues/rx-0/rps_cpus
+	[ -w "$f" ] || return 0
+	printf '%x' $((1 << ($2 % $(nproc)))) > "$f"
+}
+
 topo_loop_up() {
 	local r da db
 	topo_common
@@ -140,6 +152,7 @@ topo_loop_up() {
 		_link_setup "$da" "$(rail_ip $r a)"
 		_link_setup "$db" "$(rail_ip $r b)"
 		_wire "$da" "$db" "$(rail_ip $r a)" "$(rail_ip $r b)" $((100 + 2 * r))
+		_rx_pin "$da" $r; _rx_pin "$db" $r
 		_rxe_add "$da" && _rxe_add "$db" || return 1
 	done
 	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
@@ -164,6 +177,7 @@ topo_lbond_up() {
 		ip link add "a$r" type veth peer name "b$r" || return 1
 		for side in a b; do
 			ip link set "$side$r" mtu "$RBOND_MTU"
+			_rx_pin "$side$r" $r
 			ip link set "$side$r" master "lb$side" || return 1
 		done
 	done
