@@ -506,51 +506,49 @@ static ssize_t ordering_store(struct device *device,
 }
 static DEVICE_ATTR_RW(ordering);
 
-static ssize_t rbond_show_u32(char *buf, const u32 *v)
+/* Numeric tunables: a u32 field of struct rbond_dev each */
+struct rbond_u32_attr {
+	struct device_attribute attr;
+	size_t off;
+};
+
+static u32 *rbond_u32_field(struct device *device,
+			    struct device_attribute *attr)
 {
-	return sysfs_emit(buf, "%u\n", READ_ONCE(*v));
+	struct rbond_u32_attr *a = container_of(attr, struct rbond_u32_attr,
+						attr);
+
+	return (u32 *)((char *)rbond_from_kdev(device) + a->off);
 }
 
-static ssize_t rbond_store_u32(const char *buf, size_t count, u32 *v)
+static ssize_t rbond_u32_show(struct device *device,
+			      struct device_attribute *attr, char *buf)
 {
-	u32 n;
-	int ret = kstrtou32(buf, 0, &n);
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*rbond_u32_field(device, attr)));
+}
+
+static ssize_t rbond_u32_store(struct device *device,
+			       struct device_attribute *attr, const char *buf,
+			       size_t count)
+{
+	u32 v;
+	int ret = kstrtou32(buf, 0, &v);
 
 	if (ret)
 		return ret;
-	WRITE_ONCE(*v, n);
+	WRITE_ONCE(*rbond_u32_field(device, attr), v);
 	return count;
 }
 
-static ssize_t stripe_threshold_show(struct device *device,
-				     struct device_attribute *attr, char *buf)
-{
-	return rbond_show_u32(buf, &rbond_from_kdev(device)->stripe_threshold);
-}
+static struct rbond_u32_attr rbond_attr_stripe_threshold = {
+	.attr = __ATTR(stripe_threshold, 0644, rbond_u32_show, rbond_u32_store),
+	.off = offsetof(struct rbond_dev, stripe_threshold),
+};
 
-static ssize_t stripe_threshold_store(struct device *device,
-				      struct device_attribute *attr,
-				      const char *buf, size_t count)
-{
-	return rbond_store_u32(buf, count,
-			       &rbond_from_kdev(device)->stripe_threshold);
-}
-static DEVICE_ATTR_RW(stripe_threshold);
-
-static ssize_t rail_window_show(struct device *device,
-				struct device_attribute *attr, char *buf)
-{
-	return rbond_show_u32(buf, &rbond_from_kdev(device)->rail_window);
-}
-
-static ssize_t rail_window_store(struct device *device,
-				 struct device_attribute *attr,
-				 const char *buf, size_t count)
-{
-	return rbond_store_u32(buf, count,
-			       &rbond_from_kdev(device)->rail_window);
-}
-static DEVICE_ATTR_RW(rail_window);
+static struct rbond_u32_attr rbond_attr_rail_window = {
+	.attr = __ATTR(rail_window, 0644, rbond_u32_show, rbond_u32_store),
+	.off = offsetof(struct rbond_dev, rail_window),
+};
 
 static struct attribute *rbond_attrs[] = {
 	&dev_attr_abi_version.attr,
@@ -559,8 +557,8 @@ static struct attribute *rbond_attrs[] = {
 	&dev_attr_rails.attr,
 	&dev_attr_policy.attr,
 	&dev_attr_ordering.attr,
-	&dev_attr_stripe_threshold.attr,
-	&dev_attr_rail_window.attr,
+	&rbond_attr_stripe_threshold.attr.attr,
+	&rbond_attr_rail_window.attr.attr,
 	NULL
 };
 
