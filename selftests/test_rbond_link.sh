@@ -94,6 +94,16 @@ test_port_and_sysfs() {
 	echo strict > $SYS/rbond0/bond/ordering || rc=1
 	echo 131072 > $SYS/rbond0/bond/stripe_threshold || rc=1
 	[ "$(cat $SYS/rbond0/bond/stripe_threshold)" = 131072 ] || rc=1
+	[ "$(cat $SYS/rbond0/bond/rail_window)" = 1048576 ] || rc=1
+	echo 0x200000 > $SYS/rbond0/bond/rail_window || rc=1
+	[ "$(cat $SYS/rbond0/bond/rail_window)" = 2097152 ] || rc=1
+	# not a u32: refused, the value stays
+	for bad in -1 4294967296 12abc ""; do
+		echo "$bad" > $SYS/rbond0/bond/rail_window 2>/dev/null && rc=1
+		echo "$bad" > $SYS/rbond0/bond/stripe_threshold 2>/dev/null && rc=1
+	done
+	[ "$(cat $SYS/rbond0/bond/rail_window)" = 2097152 ] || rc=1
+	[ "$(cat $SYS/rbond0/bond/stripe_threshold)" = 131072 ] || rc=1
 	# a stable node GUID derived from the primary's
 	[ "$(cat $SYS/rbond0/node_guid)" != "$(cat $SYS/rxe_a0/node_guid)" ] || rc=1
 	rdma statistic show link rbond0/1 | grep -q rail1_tx_wqes || rc=1
