@@ -33,6 +33,12 @@
 
 #define RBOND_PORT		1
 #define RBOND_MAX_SGE		16
+/*
+ * Inline data per WQE: captured at post time into a buffer on the posting
+ * thread's stack (rbond_post_send), so it is bounded here and never by what
+ * a member would take.
+ */
+#define RBOND_MAX_INLINE	512
 #define RBOND_MAX_CQE		(64 * 1024 - 1)
 #define RBOND_MAX_QP_WR		(16 * 1024)
 #define RBOND_QP_ID_MAX		0x7fffffff

@@ -131,6 +131,8 @@ struct rbond_mqp {
 	u32 up_seq;
 	struct rbond_pend *pend;
 	u32 pend_head, pend_tail, pend_size;
+	/* a waiting inline WQE's data, per pend slot (rbond_inl_stride) */
+	u8 *pend_inl;
 };
 
 struct rbond_rkey {
@@ -164,6 +166,11 @@ struct rbond_invw {
 static DEFINE_MUTEX(rbond_mq_mutex);
 static DEFINE_HASHTABLE(rbond_mq_hash, 8);
 static DECLARE_WAIT_QUEUE_HEAD(rbond_inval_wq);
+
+static u32 rbond_inl_stride(const struct rbond_qp *qp)
+{
+	return ALIGN(qp->cap.max_inline_data, 8);
+}
 
 static inline u64 rbond_mr_wrid(const struct rbond_qp *qp, u32 seq)
 {
@@ -366,6 +373,7 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	rbond_conn_put(mq->conn);
 	rbond_conn_put(mq->req_conn);
 	kvfree(mq->pend);
+	kvfree(mq->pend_inl);
 	kfree(mq);
 }
 
@@ -513,6 +521,7 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		init.sq_sig_type = IB_SIGNAL_REQ_WR;
 		init.cap.max_send_wr = qp->slot_cap;
 		init.cap.max_send_sge = qp->cap.max_send_sge;
+		init.cap.max_inline_data = qp->cap.max_inline_data;
 		init.cap.max_recv_wr = 1;
 		init.cap.max_recv_sge = 1;
 		init.port_num = bond->rails[i].port;
@@ -764,10 +773,20 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 	if (rails == BIT(qp->home))
 		return;
 	if (!mq->pend) {
+		if (qp->cap.max_inline_data) {
+			mq->pend_inl = kvcalloc(qp->sq_size,
+						rbond_inl_stride(qp),
+						GFP_KERNEL_ACCOUNT);
+			if (!mq->pend_inl)
+				return;
+		}
 		mq->pend = kvcalloc(qp->sq_size, sizeof(*mq->pend),
-				    GFP_KERNEL);
-		if (!mq->pend)
+				    GFP_KERNEL_ACCOUNT);
+		if (!mq->pend) {
+			kvfree(mq->pend_inl);
+			mq->pend_inl = NULL;
 			return;
+		}
 		mq->pend_size = qp->sq_size;
 	}
 	/* the home rail on the same scale as the members (rbond_mq_rtr) */
@@ -1476,8 +1495,7 @@ static u8 rbond_classify(struct rbond_mqp *mq, const struct ib_send_wr *wr,
 		/* SEND*, WRITE_WITH_IMM (receives are on home), atomics. */
 		return RBOND_CL_STRICT;
 	}
-	if ((wr->send_flags & IB_SEND_FENCE) ||
-	    ((wr->send_flags & IB_SEND_INLINE) && !mq->qp->user))
+	if (wr->send_flags & (IB_SEND_FENCE | IB_SEND_INLINE))
 		return RBOND_CL_STRICT;
 	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey, &resolving);
 	/* home rail; its class is known once the key is */
@@ -1548,7 +1566,8 @@ static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
 		struct ib_rdma_wr rdma;
 		struct ib_atomic_wr atomic;
 	} mwr;
-	bool verbatim = (p->wr.send.send_flags & IB_SEND_INLINE) && !qp->user;
+	/* inline data, captured by rbond_capture_inline(): kernel address */
+	bool verbatim = p->wr.send.send_flags & IB_SEND_INLINE;
 	int n, ret;
 
 	if (!mqp)
@@ -1600,8 +1619,11 @@ static u32 rbond_alloc_slot(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	return seq;
 }
 
+/*
+ * Post @wr (@isge: its captured inline data, or NULL).  sq_post_lock held.
+ */
 int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
-			  u8 wc_opcode)
+			  u8 wc_opcode, const struct ib_sge *isge)
 {
 	struct rbond_mqp *mq = qp->mrail;
 	struct rbond_dev *bond = mq->bond;
@@ -1618,17 +1640,17 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	int i, ret = 0;
 	u8 cl;
 
+	const struct ib_sge *sg = isge ?: wr->sg_list;
+	int nsge = isge ? !!isge->length : wr->num_sge;
+
 	if (!qp->member[qp->home])
 		return -EINVAL;
-	if (wr->num_sge > RBOND_MAX_SGE)
+	if (nsge < 0 || nsge > RBOND_MAX_SGE)
 		return -EINVAL;
-	for (i = 0; i < wr->num_sge; i++)
-		bytes += wr->sg_list[i].length;
-	if ((wr->send_flags & IB_SEND_INLINE) && !qp->user &&
-	    bytes > qp->cap.max_inline_data)
-		return -EINVAL;
+	for (i = 0; i < nsge; i++)
+		bytes += sg[i].length;
 	/* Validate the lkeys now: errors are synchronous as before. */
-	if (!((wr->send_flags & IB_SEND_INLINE) && !qp->user)) {
+	if (!isge) {
 		rcu_read_lock();
 		for (i = 0; i < wr->num_sge; i++) {
 			if (!rbond_mr_lookup(qp->pd, wr->sg_list[i].lkey)) {
@@ -1654,12 +1676,14 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	default:
 		pl.wr.send = *wr;
 	}
-	memcpy(pl.sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
-	pl.num_sge = wr->num_sge;
+	if (!isge)
+		pl.wr.send.send_flags &= ~IB_SEND_INLINE;
+	memcpy(pl.sge, sg, nsge * sizeof(*sg));
+	pl.num_sge = nsge;
 	pl.bytes = bytes;
 
 	rcu_read_lock();
-	cl = rbond_classify(mq, wr, &allowed, rkeys, &have_keys);
+	cl = rbond_classify(mq, &pl.wr.send, &allowed, rkeys, &have_keys);
 	rcu_read_unlock();
 
 	spin_lock(&qp->sq_lock);
@@ -1682,9 +1706,25 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 				 allowed) : 0;
 	if (!ok) {
 		/* Ordering point: wait for completions on other rails. */
+		u32 idx = mq->pend_head & (mq->pend_size - 1);
+
+		if (isge && bytes) {
+			/* the caller's copy is gone once we return */
+			u8 *inl = mq->pend_inl ?
+				  mq->pend_inl + idx * rbond_inl_stride(qp) :
+				  NULL;
+
+			if (!inl) {
+				ret = -ENOMEM;
+				goto out_unlock;
+			}
+			memcpy(inl, (void *)(uintptr_t)isge->addr, bytes);
+			pl.sge[0].addr = (uintptr_t)inl;
+		}
 		seq = rbond_alloc_slot(qp, wr, wc_opcode, bytes, true);
 		pl.seq = seq;
-		mq->pend[mq->pend_head++ & (mq->pend_size - 1)] = pl;
+		mq->pend[idx] = pl;
+		mq->pend_head++;
 		atomic64_inc(&rbond_mstats.waits);
 		goto out_unlock;
 	}

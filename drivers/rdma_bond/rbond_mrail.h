@@ -26,7 +26,7 @@ void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 bool rbond_mrail_active(const struct rbond_qp *qp);
 void rbond_mrail_wait_up(struct rbond_qp *qp);
 int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
-			  u8 wc_opcode);
+			  u8 wc_opcode, const struct ib_sge *isge);
 /* send completion of slot @e (sq_lock held): accounting, before delivery */
 void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e);
 bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e);

@@ -55,7 +55,8 @@ static int rbond_qp_check_init(struct rbond_dev *bond,
 	if (init->cap.max_send_wr > a->max_qp_wr ||
 	    init->cap.max_recv_wr > a->max_qp_wr ||
 	    init->cap.max_send_sge > a->max_send_sge ||
-	    init->cap.max_recv_sge > a->max_recv_sge) {
+	    init->cap.max_recv_sge > a->max_recv_sge ||
+	    init->cap.max_inline_data > RBOND_MAX_INLINE) {
 		ibdev_dbg(&bond->ibdev, "QP caps exceed device limits\n");
 		return -EINVAL;
 	}
@@ -113,6 +114,8 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mattr.qp_context = qp;
 	mattr.event_handler = rbond_qp_member_event;
 	mattr.port_num = bond->rails[home].port;
+	/* The core sets up rdma_rw contexts for the bond QP, not the member. */
+	mattr.cap.max_rdma_ctxs = 0;
 	/* Multi-rail: room for chunks of split WQEs next to the app's. */
 	mrail = READ_ONCE(rbond_multirail) && bond->num_rails > 1;
 	if (mrail)
@@ -125,15 +128,27 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_unlock;
 	}
 
-	qp->cap = mattr.cap;
+	/*
+	 * What the bond grants is what it implements and enforces: the SGE
+	 * counts and inline size asked for (bounded by rbond_qp_check_init),
+	 * never the member's answer (rxe rounds the send SGEs up to cover
+	 * its inline size, past RBOND_MAX_SGE).  The WR counts are the
+	 * member's, which the shadow queues enforce.
+	 */
+	qp->cap.max_send_sge = init->cap.max_send_sge;
+	qp->cap.max_recv_sge = init->cap.max_recv_sge;
+	qp->cap.max_inline_data = init->cap.max_inline_data;
+	qp->cap.max_send_wr = mattr.cap.max_send_wr;
+	qp->cap.max_recv_wr = mattr.cap.max_recv_wr;
+	qp->cap.max_rdma_ctxs = init->cap.max_rdma_ctxs;
 	qp->slot_cap = mattr.cap.max_send_wr;
 	if (mrail)
 		qp->cap.max_send_wr = max(init->cap.max_send_wr,
 					  mattr.cap.max_send_wr / 4);
 	qp->sq_size = roundup_pow_of_two(max(mattr.cap.max_send_wr, 1U));
 	qp->rq_size = roundup_pow_of_two(max(mattr.cap.max_recv_wr, 1U));
-	qp->sq = kcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
-	qp->rq = kcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
+	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL_ACCOUNT);
+	qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL_ACCOUNT);
 	if (!qp->sq || !qp->rq) {
 		ret = -ENOMEM;
 		goto err_destroy_member;
@@ -155,8 +170,8 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 err_destroy_member:
 	ib_destroy_qp(mqp);
-	kfree(qp->sq);
-	kfree(qp->rq);
+	kvfree(qp->sq);
+	kvfree(qp->rq);
 err_unlock:
 	mutex_unlock(&bond->lock);
 	return ret;
@@ -310,8 +325,8 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (qp->rcq != qp->scq)
 		rbond_cq_clean_qp(qp->rcq, qp);
 	rbond_mrail_qp_free(qp);
-	kfree(qp->sq);
-	kfree(qp->rq);
+	kvfree(qp->sq);
+	kvfree(qp->rq);
 	return 0;
 }
 
@@ -491,8 +506,69 @@ u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	return seq;
 }
 
+/* IB_SEND_INLINE applies to the opcodes that carry data; others ignore it. */
+static bool rbond_wr_inline(const struct ib_send_wr *wr)
+{
+	if (!(wr->send_flags & IB_SEND_INLINE))
+		return false;
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Inline data belongs to the WQE from the moment it is posted: the caller
+ * may reuse its buffer as soon as post_send returns.  Gather it into @buf
+ * (RBOND_MAX_INLINE bytes) and describe it by @sge, a kernel address that
+ * the member QP copies as kernel inline data (a pending WQE keeps its own
+ * copy, rbond_mrail_post_send).  A user QP's addresses are the caller's:
+ * uverbs posts from the caller's context with no lock held.
+ */
+static int rbond_capture_inline(struct rbond_qp *qp,
+				const struct ib_send_wr *wr, u8 *buf,
+				struct ib_sge *sge)
+{
+	u32 len = 0, l;
+	int i;
+
+	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		l = wr->sg_list[i].length;
+		if (l > qp->cap.max_inline_data - len) {
+			ibdev_dbg(qp->ibqp.device,
+				  "QP 0x%x: inline data over %u bytes\n",
+				  qp->ibqp.qp_num, qp->cap.max_inline_data);
+			return -EINVAL;
+		}
+		if (!qp->user)
+			memcpy(buf + len,
+			       (void *)(uintptr_t)wr->sg_list[i].addr, l);
+		else if (copy_from_user(buf + len,
+					u64_to_user_ptr(wr->sg_list[i].addr),
+					l))
+			return -EFAULT;
+		len += l;
+	}
+	sge->addr = (uintptr_t)buf;
+	sge->length = len;
+	sge->lkey = 0;
+	return 0;
+}
+
+/*
+ * Post one WQE; @isge, if not NULL, is its inline data captured by
+ * rbond_capture_inline().  sq_post_lock held.
+ */
 static int rbond_post_one_send(struct rbond_qp *qp,
-			       const struct ib_send_wr *wr)
+			       const struct ib_send_wr *wr,
+			       const struct ib_sge *isge)
 {
 	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
 	union {
@@ -508,7 +584,7 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	u8 wc_opcode;
 	u64 bytes = 0;
 	u32 seq;
-	int i, ret;
+	int ret;
 
 	switch (wr->opcode) {
 	case IB_WR_SEND:
@@ -539,6 +615,7 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 		return -EINVAL;
 	}
 	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge ||
+	    wr->num_sge > RBOND_MAX_SGE ||
 	    (wc_opcode == IB_WC_RDMA_READ &&
 	     wr->num_sge > bond->attr.max_sge_rd) ||
 	    ((wc_opcode == IB_WC_COMP_SWAP || wc_opcode == IB_WC_FETCH_ADD) &&
@@ -549,26 +626,19 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	}
 
 	if (rbond_mrail_active(qp))
-		return rbond_mrail_post_send(qp, wr, wc_opcode);
+		return rbond_mrail_post_send(qp, wr, wc_opcode, isge);
 
 	rail = rbond_sched_pick_rail(qp, wr);
 	mqp = rail < RBOND_MAX_RAILS ? qp->member[rail] : NULL;
 	if (!mqp)
 		return -EINVAL;	/* home rail lost: QP in error */
 
-	if ((wr->send_flags & IB_SEND_INLINE) && !qp->user) {
-		/* Kernel inline data: virtual addresses, no lkey. */
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i] = wr->sg_list[i];
-			bytes += sge[i].length;
-		}
-		if (bytes > qp->cap.max_inline_data)
-			return -EINVAL;
+	if (isge) {
+		/* Captured inline data: a kernel address, no lkey. */
+		sge[0] = *isge;
+		bytes = isge->length;
+		mwr.send.num_sge = bytes ? 1 : 0;
 	} else {
-		/*
-		 * User addresses are not valid in the kernel member QP: user
-		 * inline WQEs go through their MR like any other.
-		 */
 		ret = rbond_translate_sges(qp, rail, wr->sg_list, wr->num_sge,
 					   sge, &bytes);
 		if (ret)
@@ -604,22 +674,36 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	return 0;
 }
 
+/*
+ * The post lock is taken per WQE, as rxe does, so a list of thousands does
+ * not keep interrupts off for its whole length; a user QP's inline data is
+ * copied from the caller before the lock (it may fault).
+ */
 int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
+	u8 inl[RBOND_MAX_INLINE];
 	unsigned long flags;
+	struct ib_sge isge;
+	bool inline_wr;
 	int ret = 0;
 
-	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	for (; wr; wr = wr->next) {
-		ret = rbond_post_one_send(qp, wr);
-		if (ret) {
-			*bad_wr = wr;
-			break;
+		inline_wr = rbond_wr_inline(wr);
+		if (inline_wr) {
+			ret = rbond_capture_inline(qp, wr, inl, &isge);
+			if (ret)
+				break;
 		}
+		spin_lock_irqsave(&qp->sq_post_lock, flags);
+		ret = rbond_post_one_send(qp, wr, inline_wr ? &isge : NULL);
+		spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+		if (ret)
+			break;
 	}
-	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	if (ret)
+		*bad_wr = wr;
 	return ret;
 }
 
@@ -638,7 +722,8 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 
 	if (!mqp)
 		return -EINVAL;
-	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_recv_sge) {
+	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_recv_sge ||
+	    wr->num_sge > RBOND_MAX_SGE) {
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: bad recv num_sge %d\n",
 			  qp->ibqp.qp_num, wr->num_sge);
 		return -EINVAL;
@@ -678,15 +763,15 @@ int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
-	spin_lock_irqsave(&qp->rq_post_lock, flags);
 	for (; wr; wr = wr->next) {
+		spin_lock_irqsave(&qp->rq_post_lock, flags);
 		ret = rbond_post_one_recv(qp, wr);
+		spin_unlock_irqrestore(&qp->rq_post_lock, flags);
 		if (ret) {
 			*bad_wr = wr;
 			break;
 		}
 	}
-	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
 	return ret;
 }
 

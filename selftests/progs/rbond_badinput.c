@@ -89,18 +89,26 @@ static void pair_destroy(struct pair *x)
 	memset(x, 0, sizeof(*x));
 }
 
-static struct ibv_qp *mkqp(struct dev *dv, struct ibv_cq *cq, int wr, int sge)
+static struct ibv_qp *mkqp_inl(struct dev *dv, struct ibv_cq *cq, int wr,
+			       int sge, int inl)
 {
 	struct ibv_qp_init_attr a = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = wr, .max_recv_wr = wr,
-			 .max_send_sge = sge, .max_recv_sge = sge },
+			 .max_send_sge = sge, .max_recv_sge = sge,
+			 .max_inline_data = inl },
 	};
 
 	return ibv_create_qp(dv->pd, &a);
 }
 
-static int pair_make(struct pair *x, uint8_t rnr_retry)
+static struct ibv_qp *mkqp(struct dev *dv, struct ibv_cq *cq, int wr, int sge)
+{
+	return mkqp_inl(dv, cq, wr, sge, 0);
+}
+
+/* A connected pair whose QP under test has @sge SGEs and @inl inline bytes. */
+static int pair_make_caps(struct pair *x, uint8_t rnr_retry, int sge, int inl)
 {
 	struct qp_info ia, ib;
 	struct conn_opts o;
@@ -112,7 +120,7 @@ static int pair_make(struct pair *x, uint8_t rnr_retry)
 	x->cb = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
 	if (!x->ca || !x->cb)
 		goto err;
-	x->qa = mkqp(&d, x->ca, 16, 2);
+	x->qa = mkqp_inl(&d, x->ca, 16, sge, inl);
 	x->qb = mkqp(&p, x->cb, 16, 2);
 	if (!x->qa || !x->qb)
 		goto err;
@@ -132,6 +140,11 @@ err:
 	diag("cannot build a connected QP pair: %s", strerror(errno));
 	pair_destroy(x);
 	return -1;
+}
+
+static int pair_make(struct pair *x, uint8_t rnr_retry)
+{
+	return pair_make_caps(x, rnr_retry, 2, 0);
 }
 
 static int post1(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op,
@@ -577,6 +590,223 @@ static void t_post_checks(void)
 	pair_destroy(&x);
 }
 
+/*
+ * On a multi-rail QP an inline WRITE posted behind a striped 1 MiB WRITE is
+ * an ordering point: it waits in the bond until the stripe completed, long
+ * after post_send returned and the buffer was reused.
+ */
+static void t_inline_behind_stripe(struct pair *x)
+{
+	const size_t big = 1 << 20;
+	struct ibv_mr *pm = NULL, *bm = NULL;
+	void *pbuf = NULL, *bbuf = NULL;
+	struct ibv_send_wr wr[9], *bad;
+	struct ibv_sge sg[9];
+	uint8_t ubuf[8][64];
+	struct ibv_wc wc[9];
+	int i, ret, n;
+	bool ok;
+
+	if (posix_memalign(&pbuf, 4096, big + 4096) ||
+	    posix_memalign(&bbuf, 4096, big))
+		goto out;
+	memset(pbuf, 0, big + 4096);
+	pat_fill(bbuf, big, 21, 0);
+	pm = ibv_reg_mr(p.pd, pbuf, big + 4096, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+	bm = ibv_reg_mr(d.pd, bbuf, big, IBV_ACCESS_LOCAL_WRITE);
+	if (!pm || !bm)
+		goto out;
+	memset(wr, 0, sizeof(wr));
+	sg[0] = (struct ibv_sge){ (uintptr_t)bbuf, big, bm->lkey };
+	wr[0].sg_list = &sg[0];
+	wr[0].num_sge = 1;
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	wr[0].wr.rdma.remote_addr = (uintptr_t)pbuf;
+	wr[0].wr.rdma.rkey = pm->rkey;
+	for (i = 1; i < 9; i++) {
+		pat_fill(ubuf[i - 1], 64, 30 + i, 0);
+		sg[i] = (struct ibv_sge){ (uintptr_t)ubuf[i - 1], 64, 0 };
+		wr[i].sg_list = &sg[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].send_flags = IBV_SEND_INLINE;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)pbuf + big + 64 * (i - 1);
+		wr[i].wr.rdma.rkey = pm->rkey;
+	}
+	for (i = 0; i < 9; i++) {
+		wr[i].wr_id = 0x400 + i;
+		wr[i].send_flags |= IBV_SEND_SIGNALED;
+		wr[i].next = i < 8 ? &wr[i + 1] : NULL;
+	}
+	ret = ibv_post_send(x->qa, wr, &bad);
+	memset(ubuf, 0xcc, sizeof(ubuf));
+	n = ret ? 0 : poll_n(x->ca, wc, 9, WAIT_MS);
+	ok = !ret && n == 9;
+	for (i = 0; ok && i < 9; i++)
+		ok = wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id == 0x400u + i;
+	for (i = 0; ok && i < 8; i++)
+		ok = pat_check((uint8_t *)pbuf + big + 64 * i, 64, 31 + i, 0) < 0;
+	tap_ok(ok && pat_check(pbuf, big, 21, 0) < 0,
+	       "a striped 1 MiB WRITE then 8 inline WRITEs, buffers reused at once: in order, data as posted (post %s, %d completions)",
+	       en(ret), n);
+out:
+	if (!pm || !bm)
+		tap_ok(false, "register 1 MiB buffers: %s", strerror(errno));
+	if (pm)
+		ibv_dereg_mr(pm);
+	if (bm)
+		ibv_dereg_mr(bm);
+	free(pbuf);
+	free(bbuf);
+}
+
+/*
+ * The caps a QP was granted are the caps it enforces, at their boundary
+ * values, and IBV_SEND_INLINE data is the WQE's from the moment of posting.
+ * Before the fix, rdma_bond passed rxe's answer through (max_inline_data 512
+ * gives max_send_sge 32) and a WRITE with 32 SGEs overflowed a 16-entry
+ * array on the kernel stack ("stack-protector: Kernel stack is corrupted
+ * in: rbond_post_one_send"); user inline data was read through the MR when
+ * the member sent it (a buffer reused at once sent the new data, and an
+ * unregistered buffer gave EINVAL).
+ */
+static void t_caps_inline(void)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_qp_init_attr qia;
+	struct ibv_qp_attr qa;
+	struct ibv_sge sg[64];
+	uint8_t ubuf[512], ubuf2[200];
+	struct pair x;
+	int i, ret, nsge, inl_max;
+	long badoff;
+
+	if (pair_make_caps(&x, 7, 1, 512)) {
+		tap_ok(false, "connected QP pair with max_inline_data 512");
+		return;
+	}
+	ibv_query_qp(x.qa, &qa, IBV_QP_CAP, &qia);
+	nsge = qia.cap.max_send_sge;
+	inl_max = qia.cap.max_inline_data;
+	tap_ok(nsge >= 1 && nsge <= da.max_sge && (!d.is_bond || nsge == 1),
+	       "QP with max_send_sge 1, max_inline_data 512: granted max_send_sge %d (device max_sge %d%s)",
+	       nsge, da.max_sge, d.is_bond ? ", bond: exactly as asked" : "");
+	tap_ok(inl_max >= 512, "granted max_inline_data %d >= 512", inl_max);
+	if (nsge > 64)
+		nsge = 64;
+
+	/* every granted SGE, each on the same registered buffer */
+	memset(lb, 0x5a, 8 * 64);
+	for (i = 0; i < nsge; i++)
+		sg[i] = (struct ibv_sge){ (uintptr_t)lb + i * 8, 8, lm->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x100;
+	wr.sg_list = sg;
+	wr.num_sge = nsge;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)pb_rw;
+	wr.wr.rdma.rkey = pm_rw->rkey;
+	ret = ibv_post_send(x.qa, &wr, &bad);
+	tap_ok(!ret, "post WRITE with num_sge = granted max_send_sge %d (got %s)",
+	       nsge, en(ret));
+	if (!ret)
+		WC1(x.ca, 0x100, IBV_WC_SUCCESS, "  WRITE with every granted SGE");
+
+	if (d.is_bond) {
+		for (i = 0; i < 64; i++)
+			sg[i] = (struct ibv_sge){ (uintptr_t)lb, 8, lm->lkey };
+		for (i = 0; i < 3; i++) {
+			static const int n[] = { 2, 17, 32 };
+
+			wr.num_sge = n[i];
+			bad = NULL;
+			ret = ibv_post_send(x.qa, &wr, &bad);
+			tap_ok(ret == EINVAL && bad == &wr,
+			       "post WRITE with num_sge %d > granted %d -> EINVAL (got %s)",
+			       n[i], nsge, en(ret));
+		}
+	}
+
+	/* inline: captured at post time, from memory that is not registered */
+	pat_fill(ubuf, sizeof(ubuf), 11, 0);
+	memset((uint8_t *)pb_rw + 4096, 0, 1024);
+	sg[0] = (struct ibv_sge){ (uintptr_t)ubuf, 512, 0 };
+	wr.wr_id = 0x200;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr.wr.rdma.remote_addr = (uintptr_t)pb_rw + 4096;
+	ret = ibv_post_send(x.qa, &wr, &bad);
+	memset(ubuf, 0xee, sizeof(ubuf));	/* reuse at once: legal for inline */
+	tap_ok(!ret, "post inline WRITE of 512 bytes from an unregistered buffer (got %s)",
+	       en(ret));
+	if (!ret) {
+		WC1(x.ca, 0x200, IBV_WC_SUCCESS, "  inline WRITE 512");
+		badoff = pat_check((uint8_t *)pb_rw + 4096, 512, 11, 0);
+		tap_ok(badoff < 0, "  the peer got the data as it was at post time (first bad byte %ld)",
+		       badoff);
+	}
+
+	/* inline gathered from every granted SGE */
+	if (nsge > 1) {
+		pat_fill(ubuf2, sizeof(ubuf2), 12, 0);
+		sg[0] = (struct ibv_sge){ (uintptr_t)ubuf2, 100, 0 };
+		for (i = 1; i < nsge; i++)
+			sg[i] = (struct ibv_sge){ (uintptr_t)ubuf2 + 100, 0, 0 };
+		sg[nsge - 1].length = 100;
+		wr.num_sge = nsge;
+		wr.wr_id = 0x201;
+		ret = ibv_post_send(x.qa, &wr, &bad);
+		memset(ubuf2, 0, sizeof(ubuf2));
+		if (!ret)
+			WC1(x.ca, 0x201, IBV_WC_SUCCESS, "  gathered inline WRITE");
+		tap_ok(!ret && pat_check((uint8_t *)pb_rw + 4096, 200, 12, 0) < 0,
+		       "inline WRITE gathered from %d SGEs arrives intact (post %s)",
+		       nsge, en(ret));
+	}
+
+	/* one byte over the granted inline size */
+	sg[0] = (struct ibv_sge){ (uintptr_t)ubuf, inl_max + 1, 0 };
+	wr.num_sge = 1;
+	wr.wr_id = 0x202;
+	bad = NULL;
+	sg[0].addr = (uintptr_t)lb;	/* registered, big enough */
+	ret = ibv_post_send(x.qa, &wr, &bad);
+	tap_ok(ret == EINVAL && bad == &wr,
+	       "post inline WRITE of max_inline_data + 1 = %d bytes -> EINVAL (got %s)",
+	       inl_max + 1, en(ret));
+	if (bond_only("inline from a bad user address -> EFAULT")) {
+		sg[0] = (struct ibv_sge){ 8, 64, 0 };
+		bad = NULL;
+		ret = ibv_post_send(x.qa, &wr, &bad);
+		tap_ok(ret == EFAULT && bad == &wr,
+		       "post inline WRITE from an unmapped address -> EFAULT (got %s)",
+		       en(ret));
+	}
+	/* the QP is still usable */
+	ret = post1(x.qa, 0x300, IBV_WR_RDMA_WRITE, lb, 8, lm->lkey,
+		    (uintptr_t)pb_rw, pm_rw->rkey);
+	if (!ret)
+		WC1(x.ca, 0x300, IBV_WC_SUCCESS, "a WRITE after the refused ones");
+	else
+		tap_ok(false, "a WRITE after the refused ones: post %s", en(ret));
+	t_inline_behind_stripe(&x);
+	pair_destroy(&x);
+
+	{
+		struct ibv_cq *cq = ibv_create_cq(d.ctx, 4, NULL, NULL, 0);
+		struct ibv_qp *qp = NULL;
+
+		ret = cq ? PTR_ERR(qp = mkqp_inl(&d, cq, 4, 1, 513)) : errno;
+		if (qp)
+			ibv_destroy_qp(qp);
+		expect_err(ret, EINVAL, "create RC QP with max_inline_data 513");
+		if (cq)
+			ibv_destroy_cq(cq);
+	}
+}
+
 static void t_completion_errors(void)
 {
 	struct pair x;
@@ -716,6 +946,7 @@ int main(int argc, char **argv)
 	t_busy();
 	t_states();
 	t_post_checks();
+	t_caps_inline();
 	t_completion_errors();
 out:
 	if (lm) ibv_dereg_mr(lm);
