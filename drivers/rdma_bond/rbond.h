@@ -285,7 +285,9 @@ void rbond_dealloc_driver(struct ib_device *ibdev);
 /* rbond_dev.c */
 struct rbond_dev *rbond_dev_alloc(void);
 int rbond_dev_register(struct rbond_dev *bond, const char *name);
-void rbond_dev_update_attr(struct rbond_dev *bond);
+void rbond_dev_init_attr(struct rbond_dev *bond);
+bool rbond_dev_rail_fits(const struct rbond_dev *bond,
+			 const struct ib_device *member);
 void rbond_dev_update_port_state(struct rbond_dev *bond);
 void rbond_dev_set_live(struct rbond_dev *bond, bool live);
 int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,

@@ -12,18 +12,26 @@
 
 /* --- device attributes ---------------------------------------------------- */
 
-/* Recompute the limits every rail can honour.  Caller holds bond->lock or
- * owns the unregistered bond.
+/*
+ * The limits every rail of @bond, and @extra if not NULL, can honour, into
+ * @a; false if there is no rail.
  */
-void rbond_dev_update_attr(struct rbond_dev *bond)
+static bool rbond_dev_calc_attr(const struct rbond_dev *bond,
+				const struct ib_device *extra,
+				struct ib_device_attr *a)
 {
-	struct ib_device_attr *a = &bond->attr;
 	bool first = true;
 	unsigned int i;
 
-	for (i = rbond_next_rail(bond, 0); i < RBOND_MAX_RAILS;
-	     i = rbond_next_rail(bond, i + 1)) {
-		const struct ib_device_attr *m = &bond->rails[i].ibdev->attrs;
+	for (i = 0; i <= RBOND_MAX_RAILS; i++) {
+		const struct ib_device_attr *m;
+
+		if (i == RBOND_MAX_RAILS && extra)
+			m = &extra->attrs;
+		else if (i < RBOND_MAX_RAILS && bond->rails[i].ibdev)
+			m = &bond->rails[i].ibdev->attrs;
+		else
+			continue;
 
 		if (first) {
 			memset(a, 0, sizeof(*a));
@@ -72,7 +80,7 @@ void rbond_dev_update_attr(struct rbond_dev *bond)
 					    m->local_ca_ack_delay);
 	}
 	if (first)
-		return;	/* no rail: keep the last known limits */
+		return false;
 
 	/* What the bond itself implements, whatever the rails can do. */
 	a->device_cap_flags &= IB_DEVICE_RC_RNR_NAK_GEN;
@@ -92,10 +100,32 @@ void rbond_dev_update_attr(struct rbond_dev *bond)
 		a->atomic_cap = IB_ATOMIC_HCA;
 	a->max_ee = 0;
 	a->max_rdd = 0;
+	return true;
+}
 
-	/* uverbs reads ibdev->attrs directly: keep it in step. */
-	if (bond->ibdev.attrs.max_qp)
-		bond->ibdev.attrs = *a;
+/*
+ * The device limits, set once before registration from rail 0 and never
+ * changed after it: applications and ULPs keep what query_device said, and
+ * uverbs reads ibdev->attrs without a lock.
+ */
+void rbond_dev_init_attr(struct rbond_dev *bond)
+{
+	rbond_dev_calc_attr(bond, NULL, &bond->attr);
+}
+
+/*
+ * A rail may join only if it honours every limit the bond granted (a rail
+ * with lower limits would change them under live objects).
+ */
+bool rbond_dev_rail_fits(const struct rbond_dev *bond,
+			 const struct ib_device *member)
+{
+	struct ib_device_attr a;
+
+	if (!rbond_dev_calc_attr(bond, member, &a))
+		return false;
+	a.sys_image_guid = bond->attr.sys_image_guid;
+	return !memcmp(&a, &bond->attr, sizeof(a));
 }
 
 static int rbond_query_device(struct ib_device *ibdev,
@@ -200,6 +230,17 @@ static int rbond_query_port(struct ib_device *ibdev, u32 port,
 	if (attr->active_mtu > attr->max_mtu)
 		attr->active_mtu = attr->max_mtu;
 	return 0;
+}
+
+/*
+ * Is @ibdev one of ours?  By an op the core never rewrites: while a
+ * registration fails it swaps dealloc_driver (prevent_dealloc_device), and
+ * a half-registered bond must not be taken for a member (L2: the client's
+ * remove() would then take rbond_mutex, held by rbond_newlink()).
+ */
+bool rbond_is_bond(const struct ib_device *ibdev)
+{
+	return ibdev->ops.query_port == rbond_query_port;
 }
 
 /*

@@ -71,10 +71,6 @@ struct rbond_member {
 
 static LIST_HEAD(rbond_members);
 
-bool rbond_is_bond(const struct ib_device *ibdev)
-{
-	return ibdev->ops.dealloc_driver == rbond_dealloc_driver;
-}
 
 static int rbond_lookup_policy(const char *name, const char * const *names,
 			       int n)
@@ -223,6 +219,11 @@ static int rbond_rail_check(struct rbond_dev *bond, struct ib_device *member,
 	}
 	if (bond && bond->num_rails >= RBOND_MAX_RAILS)
 		return -ENOSPC;
+	if (bond && bond->num_rails && !rbond_dev_rail_fits(bond, member)) {
+		ibdev_dbg(&bond->ibdev, "%s has lower limits than the bond\n",
+			  dev_name(&member->dev));
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -302,9 +303,7 @@ static void rbond_remove_rail(struct rbond_dev *bond, unsigned int i)
 		rdma_roce_rescan_device(&bond->ibdev);
 		dev_info(&bond->ibdev.dev, "rail %u is now primary\n", j);
 	}
-	if (bond->num_rails) {
-		rbond_dev_update_attr(bond);
-	} else {
+	if (!bond->num_rails) {
 		ib_device_set_netdev(&bond->ibdev, NULL, RBOND_PORT);
 		if (!bond->unreg_queued) {
 			bond->unreg_queued = true;
@@ -375,7 +374,7 @@ static int rbond_create(const char *name, struct ib_device *member, u32 port,
 	rbond_rail_init(bond, 0, member, port, ndev);
 	bond->primary = 0;
 	bond->ibdev.node_guid = member->node_guid ^ cpu_to_be64(0x0200000000000000ULL);
-	rbond_dev_update_attr(bond);
+	rbond_dev_init_attr(bond);
 
 	ret = ib_device_set_netdev(&bond->ibdev, ndev, RBOND_PORT);
 	if (ret)
@@ -420,7 +419,6 @@ static int rbond_add_rail(struct rbond_dev *bond, struct ib_device *member,
 		goto out_unlock;
 	}
 	rbond_rail_init(bond, i, member, port, ndev);
-	rbond_dev_update_attr(bond);
 	dev_info(&bond->ibdev.dev, "added rail %u %s (%s)\n", i,
 		 dev_name(&member->dev), netdev_name(ndev));
 out_unlock:
