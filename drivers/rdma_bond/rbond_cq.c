@@ -172,7 +172,7 @@ int rbond_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	spin_lock_init(&cq->lock);
 	tasklet_setup(&cq->poll_task, rbond_cq_poll_task);
 	cq->size = roundup_pow_of_two(attr->cqe + 1);
-	cq->ring = kvcalloc(cq->size, sizeof(*cq->ring), GFP_KERNEL);
+	cq->ring = kvcalloc(cq->size, sizeof(*cq->ring), GFP_KERNEL_ACCOUNT);
 	if (!cq->ring)
 		return -ENOMEM;
 	ibcq->cqe = attr->cqe;

@@ -122,7 +122,7 @@ static void rbond_mr_free_members(struct rbond_mr *mr)
 static struct rbond_mr *rbond_mr_start(struct rbond_dev *bond,
 				       struct rbond_pd *pd, int *key)
 {
-	struct rbond_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	struct rbond_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
