@@ -71,7 +71,6 @@ struct rbond_member {
 
 static LIST_HEAD(rbond_members);
 
-
 static int rbond_lookup_policy(const char *name, const char * const *names,
 			       int n)
 {
