@@ -17,6 +17,7 @@
 #include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <net/route.h>
+#include <net/sock.h>
 #include <rdma/ib_cm.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/ib_addr.h>
@@ -106,7 +107,8 @@ static int rbond_conn_setup(struct rbond_conn *conn, struct rdma_cm_id *id)
 		ret = PTR_ERR(conn->pd);
 		goto err_unmap;
 	}
-	conn->cq = ib_alloc_cq(dev, conn, RBOND_CTRL_NBUF, 0,
+	/* one more of each for ib_drain_qp()'s marker WRs */
+	conn->cq = ib_alloc_cq(dev, conn, RBOND_CTRL_NBUF + 2, 0,
 			       IB_POLL_WORKQUEUE);
 	if (IS_ERR(conn->cq)) {
 		ret = PTR_ERR(conn->cq);
@@ -116,8 +118,8 @@ static int rbond_conn_setup(struct rbond_conn *conn, struct rdma_cm_id *id)
 	init.recv_cq = conn->cq;
 	init.qp_type = IB_QPT_RC;
 	init.sq_sig_type = IB_SIGNAL_ALL_WR;
-	init.cap.max_send_wr = RBOND_CTRL_TX;
-	init.cap.max_recv_wr = RBOND_CTRL_RX;
+	init.cap.max_send_wr = RBOND_CTRL_TX + 1;
+	init.cap.max_recv_wr = RBOND_CTRL_RX + 1;
 	init.cap.max_send_sge = 1;
 	init.cap.max_recv_sge = 1;
 	ret = rdma_create_qp(id, conn->pd, &init);
@@ -154,10 +156,13 @@ err_free_buf:
 	return ret;
 }
 
+/* Only the id's owner (see rbond_conn_take_id()) frees. */
 static void rbond_conn_free_res(struct rbond_conn *conn,
 				struct rdma_cm_id *id)
 {
 	if (conn->qp) {
+		/* No receive completion reposts on the QP after this. */
+		ib_drain_qp(conn->qp);
 		rdma_destroy_qp(id);
 		conn->qp = NULL;
 	}
@@ -228,22 +233,91 @@ static void rbond_conn_teardown(struct rbond_conn *conn)
 	rbond_inval_wake();
 }
 
+/* Queue the teardown; the queued work holds a reference. */
+static void rbond_conn_queue_down(struct rbond_conn *conn)
+{
+	rbond_conn_get(conn);
+	if (!queue_work(rbond_wq, &conn->down_work))
+		rbond_conn_put(conn);
+}
+
+/*
+ * A connection stays listed while it still has keys of ours handed out
+ * (nr_handed): dereg_mr must find it, see that it cannot send INVAL and
+ * force its QPs towards that peer to error (rbond_mrail_mr_dereg()).
+ */
+static bool rbond_conn_reapable(struct rbond_conn *conn)
+{
+	return conn->state == RBOND_CONN_DEAD && !READ_ONCE(conn->nr_handed);
+}
+
 static void rbond_conn_down_work(struct work_struct *work)
 {
 	struct rbond_conn *conn = container_of(work, struct rbond_conn,
 					       down_work);
+	struct rbond_conn *unlisted = NULL;
 
 	rbond_conn_teardown(conn);
 	rbond_mrail_conn_down(conn);
 	mutex_lock(&rbond_conn_mutex);
 	/* A failed active probe stays listed: negative cache. */
-	if (!rbond_ctrl_stopping && conn->state == RBOND_CONN_DEAD &&
-	    !list_empty(&conn->list))
+	if (!rbond_ctrl_stopping && rbond_conn_reapable(conn) &&
+	    !list_empty(&conn->list)) {
 		list_del_init(&conn->list);
-	else
-		conn = NULL;
+		unlisted = conn;
+	}
 	mutex_unlock(&rbond_conn_mutex);
-	rbond_conn_put(conn);	/* the list's reference */
+	rbond_conn_put(unlisted);	/* the list's reference */
+	rbond_conn_put(conn);		/* the queued work's */
+}
+
+/*
+ * rbond_conn_mutex held: unlist what has outlived its use (dead
+ * connections without handed keys, negative entries past their hold
+ * time) onto @gone, for rbond_conn_put() after the mutex.
+ */
+static void rbond_ctrl_reap(struct list_head *gone)
+{
+	struct rbond_conn *conn, *tmp;
+
+	lockdep_assert_held(&rbond_conn_mutex);
+	list_for_each_entry_safe(conn, tmp, &rbond_conns, list) {
+		if (rbond_conn_reapable(conn) ||
+		    (conn->state == RBOND_CONN_FAILED &&
+		     time_after(jiffies, conn->fail_time +
+					 RBOND_CTRL_FAIL_HOLD)))
+			list_move_tail(&conn->list, gone);
+	}
+}
+
+static void rbond_ctrl_put_list(struct list_head *gone)
+{
+	struct rbond_conn *conn, *tmp;
+
+	list_for_each_entry_safe(conn, tmp, gone, list) {
+		list_del_init(&conn->list);
+		rbond_conn_put(conn);
+	}
+}
+
+/* Connections on the list in state CONNECTING or UP (mutex held). */
+static void rbond_ctrl_count(bool active, __be32 raddr, unsigned int *all,
+			     unsigned int *same)
+{
+	struct rbond_conn *conn;
+
+	*all = 0;
+	*same = 0;
+	list_for_each_entry(conn, &rbond_conns, list) {
+		if (conn->active != active)
+			continue;
+		if (!active && (conn->state == RBOND_CONN_DEAD ||
+				conn->state == RBOND_CONN_FAILED))
+			continue;
+		(*all)++;
+		if (conn->raddr == raddr)
+			(*same)++;
+	}
 }
 
 /* From a cm handler: stop the connection later. */
@@ -264,7 +338,7 @@ static void rbond_conn_fail(struct rbond_conn *conn, bool probe_failed)
 	if (probe_failed)
 		atomic64_inc(&rbond_mstats.probes_failed);
 	if (queue)
-		queue_work(rbond_wq, &conn->down_work);
+		rbond_conn_queue_down(conn);
 }
 
 /* --- messages ------------------------------------------------------------- */
@@ -383,40 +457,67 @@ static void rbond_cm_conn_param(struct rdma_conn_param *param,
 	};
 }
 
+/*
+ * A connection request, on the new id (@id->context is still the
+ * listener's).  Every refusal returns non-zero: rdma_cm then rejects and
+ * destroys the id, so a refused request leaves nothing behind.
+ */
 static int rbond_ctrl_accept(struct rdma_cm_id *id,
 			     struct rdma_cm_event *ev)
 {
 	const struct rbond_cm_pdata *pd = ev->param.conn.private_data;
 	struct rbond_cm_pdata mine;
 	struct rdma_conn_param param;
+	/* on a passive id, src_addr is ours and dst_addr the asker's */
 	struct sockaddr_in *src = (struct sockaddr_in *)&id->route.addr.src_addr;
 	struct sockaddr_in *dst = (struct sockaddr_in *)&id->route.addr.dst_addr;
 	struct rbond_conn *conn;
+	unsigned int all, same;
+	bool full;
+	LIST_HEAD(gone);
 	int ret;
 
+	id->context = NULL;
 	if (!pd || ev->param.conn.private_data_len < sizeof(*pd) ||
 	    be32_to_cpu(pd->magic) != RBOND_CTRL_MAGIC ||
 	    pd->version != RBOND_CTRL_VERSION ||
-	    src->sin_family != AF_INET) {
-		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-		return 0;
+	    src->sin_family != AF_INET || dst->sin_family != AF_INET)
+		goto refuse;
+	/* Only a kernel peer can bind a privileged source port. */
+	if (!dst->sin_port || ntohs(dst->sin_port) >= PROT_SOCK) {
+		pr_debug("rdma_bond: control connection from %pI4:%u refused: unprivileged port\n",
+			 &dst->sin_addr.s_addr, ntohs(dst->sin_port));
+		goto refuse;
 	}
+	mutex_lock(&rbond_conn_mutex);
+	rbond_ctrl_count(false, dst->sin_addr.s_addr, &all, &same);
+	full = all >= RBOND_CTRL_MAX_PASSIVE ||
+	       same >= RBOND_CTRL_MAX_PER_ADDR;
+	mutex_unlock(&rbond_conn_mutex);
+	if (full)
+		goto refuse_full;
 	conn = rbond_conn_alloc(false, src->sin_addr.s_addr,
 				dst->sin_addr.s_addr);
 	if (!conn)
-		goto err_reject;
+		goto refuse;
 	conn->id = id;
 	id->context = conn;
 	ret = rbond_conn_setup(conn, id);
 	if (ret)
 		goto err_free;
 	mutex_lock(&rbond_conn_mutex);
-	if (rbond_ctrl_stopping) {
+	rbond_ctrl_reap(&gone);
+	/* again, under the mutex: requests are handled concurrently */
+	rbond_ctrl_count(false, dst->sin_addr.s_addr, &all, &same);
+	if (rbond_ctrl_stopping || all >= RBOND_CTRL_MAX_PASSIVE ||
+	    same >= RBOND_CTRL_MAX_PER_ADDR) {
 		mutex_unlock(&rbond_conn_mutex);
+		rbond_ctrl_put_list(&gone);
 		goto err_free_res;
 	}
 	list_add_tail(&conn->list, &rbond_conns);
 	mutex_unlock(&rbond_conn_mutex);
+	rbond_ctrl_put_list(&gone);
 	rbond_cm_conn_param(&param, &mine);
 	ret = rdma_accept(id, &param);
 	if (ret) {
@@ -433,19 +534,22 @@ err_free_res:
 err_free:
 	id->context = NULL;
 	kfree(conn);
-	return -ENOMEM;	/* rdma_cm destroys the new id */
-err_reject:
-	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-	return 0;
+	return -ECONNREFUSED;	/* rdma_cm rejects and destroys the id */
+refuse_full:
+	pr_debug("rdma_bond: control connection from %pI4 refused: %u connections (%u from it)\n",
+		 &dst->sin_addr.s_addr, all, same);
+refuse:
+	return -ECONNREFUSED;
 }
 
 static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 				 struct rdma_cm_event *ev)
 {
 	struct rbond_conn *conn = id->context;
-	struct rbond_cm_pdata mine;
+	struct rbond_cm_pdata pdata;
 	struct rdma_conn_param param;
 	unsigned long flags;
+	bool mine;
 	int ret;
 
 	switch (ev->event) {
@@ -459,7 +563,7 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = rbond_conn_setup(conn, id);
 		if (!ret) {
-			rbond_cm_conn_param(&param, &mine);
+			rbond_cm_conn_param(&param, &pdata);
 			ret = rdma_connect_locked(id, &param);
 		}
 		if (ret)
@@ -482,13 +586,23 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 		rbond_conn_fail(conn, conn->active);
 		return 0;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		/* Free everything on the device now; rdma_cm destroys the id. */
+		/*
+		 * One owner for the id: if rbond_conn_teardown() took it, it
+		 * frees and destroys (rdma_cm waits for that); else we free
+		 * everything on the device now and rdma_cm destroys the id.
+		 */
 		spin_lock_irqsave(&conn->lock, flags);
-		conn->state = RBOND_CONN_DEAD;
-		conn->id = NULL;
+		mine = conn->id == id;
+		if (mine) {
+			if (conn->state != RBOND_CONN_FAILED)
+				conn->state = RBOND_CONN_DEAD;
+			conn->id = NULL;
+		}
 		spin_unlock_irqrestore(&conn->lock, flags);
+		if (!mine)
+			return 0;
 		rbond_conn_free_res(conn, id);
-		queue_work(rbond_wq, &conn->down_work);
+		rbond_conn_queue_down(conn);
 		return 1;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
@@ -590,7 +704,9 @@ struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 		.sin_port = htons(ctrl_port),
 	};
 	struct rbond_conn *conn, *old = NULL;
+	unsigned int all, same, port;
 	struct rdma_cm_id *id;
+	LIST_HEAD(gone);
 	int ret;
 
 	mutex_lock(&rbond_conn_mutex);
@@ -598,6 +714,7 @@ struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 		conn = NULL;
 		goto out_unlock;
 	}
+	rbond_ctrl_reap(&gone);
 	list_for_each_entry(conn, &rbond_conns, list) {
 		if (!conn->active || conn->laddr != laddr ||
 		    conn->raddr != raddr)
@@ -618,6 +735,14 @@ struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 	}
 	if (old)
 		list_del_init(&old->list);
+	/* Every destination a local user names costs one: bounded. */
+	rbond_ctrl_count(true, raddr, &all, &same);
+	if (all >= RBOND_CTRL_MAX_ACTIVE) {
+		pr_debug("rdma_bond: no control connection to %pI4: %u connections\n",
+			 &raddr, all);
+		conn = NULL;
+		goto out_unlock;
+	}
 
 	conn = rbond_conn_alloc(true, laddr, raddr);
 	if (!conn)
@@ -629,17 +754,31 @@ struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 		conn = NULL;
 		goto out_unlock;
 	}
+	/*
+	 * A privileged source port (we run in a kworker, which has
+	 * CAP_NET_BIND_SERVICE): the peer's listener takes only those.
+	 */
+	ret = -EADDRINUSE;
+	for (port = RBOND_CTRL_SPORT_MAX;
+	     port >= RBOND_CTRL_SPORT_MIN && ret == -EADDRINUSE; port--) {
+		src.sin_port = htons(port);
+		ret = rdma_bind_addr(id, (struct sockaddr *)&src);
+	}
 	conn->id = id;
 	list_add_tail(&conn->list, &rbond_conns);
 	rbond_conn_get(conn);		/* the caller's */
-	ret = rdma_resolve_addr(id, (struct sockaddr *)&src,
-				(struct sockaddr *)&dst,
-				RBOND_CTRL_CM_TIMEOUT_MS);
-	if (ret)
+	if (!ret)
+		ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,
+					RBOND_CTRL_CM_TIMEOUT_MS);
+	if (ret) {
+		pr_debug("rdma_bond: control connection %pI4 -> %pI4: %d\n",
+			 &laddr, &raddr, ret);
 		rbond_conn_fail(conn, true);
+	}
 out_unlock:
 	mutex_unlock(&rbond_conn_mutex);
 	rbond_conn_put(old);
+	rbond_ctrl_put_list(&gone);
 	return conn;
 }
 
@@ -705,25 +844,36 @@ bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr)
 
 void rbond_ctrl_exit(void)
 {
-	struct rbond_listener *l, *ltmp;
 	struct rbond_conn *conn, *tmp;
-	LIST_HEAD(listeners);
+	struct rbond_listener *l;
 	LIST_HEAD(conns);
 
 	mutex_lock(&rbond_conn_mutex);
 	rbond_ctrl_stopping = true;
-	list_splice_init(&rbond_listeners, &listeners);
 	list_splice_init(&rbond_conns, &conns);
 	mutex_unlock(&rbond_conn_mutex);
 
-	list_for_each_entry_safe(l, ltmp, &listeners, list) {
-		list_del_init(&l->list);
+	/*
+	 * One listener at a time, unlinked under the mutex: a concurrent
+	 * DEVICE_REMOVAL (rbond_ctrl_listen_handler()) either took it first
+	 * (and frees it) or finds it unlinked and leaves it to us.
+	 */
+	for (;;) {
+		mutex_lock(&rbond_conn_mutex);
+		l = list_first_entry_or_null(&rbond_listeners,
+					     struct rbond_listener, list);
+		if (l)
+			list_del_init(&l->list);
+		mutex_unlock(&rbond_conn_mutex);
+		if (!l)
+			break;
 		rdma_destroy_id(l->id);
 		kfree(l);
 	}
 	list_for_each_entry_safe(conn, tmp, &conns, list) {
 		list_del_init(&conn->list);
-		cancel_work_sync(&conn->down_work);
+		if (cancel_work_sync(&conn->down_work))
+			rbond_conn_put(conn);	/* the queued work's */
 		rbond_conn_teardown(conn);
 		rbond_conn_put(conn);
 	}

@@ -13,13 +13,24 @@
 
 #define RBOND_CTRL_PORT		18515
 #define RBOND_CTRL_MAGIC	0x52424e44	/* "RBND" */
-#define RBOND_CTRL_VERSION	1
+#define RBOND_CTRL_VERSION	2	/* 2: nonces (rbond_msg.nonce/echo) */
 #define RBOND_CTRL_MSG_SIZE	256
 #define RBOND_CTRL_RX		32
 #define RBOND_CTRL_TX		32
 #define RBOND_CTRL_NBUF		(RBOND_CTRL_RX + RBOND_CTRL_TX)
 #define RBOND_CTRL_CM_TIMEOUT_MS 2000
 #define RBOND_CTRL_FAIL_HOLD	(60 * HZ)
+/*
+ * Only the peer's kernel module may speak on the control channel: the
+ * active side binds a source port below PROT_SOCK (rdma_cm refuses those
+ * without CAP_NET_BIND_SERVICE), the listener refuses any other.
+ */
+#define RBOND_CTRL_SPORT_MIN	512
+#define RBOND_CTRL_SPORT_MAX	1023
+/* Bounds on what peers and local users can make us allocate. */
+#define RBOND_CTRL_MAX_PASSIVE	128	/* accepted connections, all peers */
+#define RBOND_CTRL_MAX_PER_ADDR	16	/* accepted connections per peer address */
+#define RBOND_CTRL_MAX_ACTIVE	128	/* our connections, incl. negative entries */
 
 enum rbond_msg_type {
 	RBOND_MSG_QP_REQ = 1,	/* negotiate a bond QP pair */
@@ -54,6 +65,14 @@ struct rbond_msg {
 	__be32 status;
 	__be32 src_qpn;		/* sender's bond QP (home QPN) */
 	__be32 dst_qpn;		/* receiver's bond QP */
+	/*
+	 * Binding to one negotiation of one QP pair (random per bond QP):
+	 * QP_REQ: nonce = the asker's; QP_RSP: echo = the QP_REQ's nonce,
+	 * nonce = the answering QP's (only on OK / NOT_READY); RKEY_REQ:
+	 * echo = the owner QP's nonce.  Zero elsewhere.
+	 */
+	u8 nonce[8];
+	u8 echo[8];
 	union {
 		struct {
 			u8 nrails;	/* rail[0] is the home rail */
