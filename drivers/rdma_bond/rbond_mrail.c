@@ -58,6 +58,7 @@ struct rbond_mstats rbond_mstats;
 #define RBOND_RKEY_MAX		1024
 #define RBOND_RKEY_RETRY	(HZ / 2)
 #define RBOND_RKEY_TRIES	8
+#define RBOND_RKEY_NEG_TTL	(10 * HZ)	/* a refused key is asked again */
 #define RBOND_INVAL_TIMEOUT	(2 * HZ)
 #define RBOND_RAIL_PEND		0xff
 
@@ -107,12 +108,17 @@ struct rbond_mqp {
 	bool have_rtr, have_rts;
 	__be32 peer_addr;
 	u32 peer_qpn;
+	u8 nonce[8];			/* ours, random, constant */
 	/* inbox from the control channel */
 	bool req_pending;
 	struct rbond_conn *req_conn;
 	struct rbond_msg req;
 	bool rsp_pending;
+	struct rbond_conn *rsp_conn;
 	struct rbond_msg rsp;
+	/* the peer QP's nonce (attr_lock to write; set once) */
+	bool have_peer_nonce;
+	u8 peer_nonce[8];
 
 	/* work state (mq->lock) */
 	struct rbond_conn *conn;	/* our active connection */
@@ -140,6 +146,7 @@ struct rbond_rkey {
 	struct rcu_head rcu;
 	u32 rkey;
 	u32 src_qpn, dst_qpn;
+	u8 echo[8];		/* the owner QP's nonce, for RKEY_REQ */
 	u8 state;
 	u8 tries;
 	bool relaxed;
@@ -248,6 +255,7 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 		return;		/* single-rail */
 	mq->qp = qp;
 	mq->bond = bond;
+	get_random_bytes(mq->nonce, sizeof(mq->nonce));
 	mq->s.bond = bond;
 	mq->s.home = qp->home;
 	mq->s.qpn = qp->ibqp.qp_num;
@@ -372,6 +380,7 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	rbond_sched_release(&mq->s);
 	rbond_conn_put(mq->conn);
 	rbond_conn_put(mq->req_conn);
+	rbond_conn_put(mq->rsp_conn);
 	kvfree(mq->pend);
 	kvfree(mq->pend_inl);
 	kfree(mq);
@@ -564,9 +573,13 @@ static void rbond_resolve_cb(int status, struct sockaddr *src,
 	complete(&ctx->comp);
 }
 
-static int rbond_resolve_dmac(const struct ib_gid_attr *sgid_attr,
-			      __be32 saddr, __be32 daddr, u8 *dmac,
-			      int *hoplimit)
+/*
+ * Neighbour resolution of a peer rail address (blocks up to 1 s, the peer
+ * chooses the address): no lock held.  Out of the rail's netdev, like
+ * resolution by its GID would (set_addr_netns_by_gid_rcu()).
+ */
+static int rbond_resolve_dmac(int ifindex, __be32 saddr, __be32 daddr,
+			      u8 *dmac, int *hoplimit)
 {
 	struct sockaddr_in src = { .sin_family = AF_INET,
 				   .sin_addr.s_addr = saddr };
@@ -577,11 +590,11 @@ static int rbond_resolve_dmac(const struct ib_gid_attr *sgid_attr,
 	int ret;
 
 	dev_addr.net = &init_net;
-	dev_addr.sgid_attr = sgid_attr;
+	dev_addr.bound_dev_if = ifindex;
 	init_completion(&ctx.comp);
 	ret = rdma_resolve_ip((struct sockaddr *)&src,
 			      (struct sockaddr *)&dst, &dev_addr, 1000,
-			      rbond_resolve_cb, true, &ctx);
+			      rbond_resolve_cb, false, &ctx);
 	if (ret)
 		return ret;
 	wait_for_completion(&ctx.comp);
@@ -592,11 +605,24 @@ static int rbond_resolve_dmac(const struct ib_gid_attr *sgid_attr,
 	return 0;
 }
 
+/*
+ * How to bring one member QP to RTR, worked out under bond->lock, its
+ * neighbour resolved without it (rbond_mq_resolve()).
+ */
+struct rbond_rtr_plan {
+	s8 peer;		/* index into mq->peer_rail, -1: nothing to do */
+	bool resolved;
+	int ifindex;
+	__be32 daddr;
+	int hop;
+	u8 dmac[ETH_ALEN];
+};
+
 /* Pair rail @i with a peer rail reachable through its netdev. */
-static int rbond_mq_pair(struct rbond_mqp *mq, unsigned int i)
+static int rbond_mq_pair(struct rbond_mqp *mq, unsigned int i,
+			 unsigned long used)
 {
 	struct rbond_dev *bond = mq->bond;
-	unsigned long used = 0;
 	unsigned int j, k;
 
 	for (k = 0; k < RBOND_MAX_RAILS; k++)
@@ -622,7 +648,53 @@ static u32 rbond_port_weight(const struct ib_port_attr *pattr)
 	       pattr->active_speed * width : 1;
 }
 
-static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
+/* bond->lock held: which peer rail each member in INIT pairs with. */
+static void rbond_mq_plan(struct rbond_mqp *mq,
+			  struct rbond_rtr_plan plan[RBOND_MAX_RAILS])
+{
+	struct rbond_dev *bond = mq->bond;
+	unsigned long used = 0;
+	unsigned int i;
+	int j;
+
+	lockdep_assert_held(&bond->lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		plan[i].peer = -1;
+		plan[i].resolved = false;
+		if (!mq->have_peer || !m->qp || m->state != RBOND_M_INIT ||
+		    !bond->rails[i].ndev)
+			continue;
+		j = rbond_mq_pair(mq, i, used);
+		if (j < 0)
+			continue;
+		used |= BIT(j);
+		plan[i].peer = j;
+		plan[i].ifindex = bond->rails[i].ndev->ifindex;
+		plan[i].daddr = rbond_gid_ipv4(mq->peer_rail[j].gid);
+	}
+}
+
+/* No lock held (mq->lock only): the neighbours of the planned rails. */
+static void rbond_mq_resolve(struct rbond_mqp *mq,
+			     struct rbond_rtr_plan plan[RBOND_MAX_RAILS])
+{
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_rtr_plan *p = &plan[i];
+
+		if (p->peer < 0)
+			continue;
+		p->hop = 64;
+		p->resolved = !rbond_resolve_dmac(p->ifindex, mq->m[i].addr,
+						  p->daddr, p->dmac, &p->hop);
+	}
+}
+
+static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i,
+			const struct rbond_rtr_plan *plan)
 {
 	struct rbond_dev *bond = mq->bond;
 	struct rbond_member_qp *m = &mq->m[i];
@@ -631,10 +703,11 @@ static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
 	struct ib_qp_attr attr = {};
 	struct ib_port_attr pattr;
 	union ib_gid gid;
-	int hop = 64, ret, j;
+	int ret, j = plan->peer;
 
-	j = rbond_mq_pair(mq, i);
-	if (j < 0)
+	/* the rail may have gone (or come) while we resolved unlocked */
+	if (j < 0 || !plan->resolved || !bond->rails[i].ndev ||
+	    bond->rails[i].ndev->ifindex != plan->ifindex)
 		return -ENOENT;
 	pr = &mq->peer_rail[j];
 	ipv6_addr_set_v4mapped(m->addr, (struct in6_addr *)gid.raw);
@@ -650,11 +723,8 @@ static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
 	attr.ah_attr.grh.sgid_attr = sgid;
 	attr.ah_attr.grh.sgid_index = sgid->index;
 	attr.ah_attr.grh.traffic_class = mq->app.ah_attr.grh.traffic_class;
-	ret = rbond_resolve_dmac(sgid, m->addr, rbond_gid_ipv4(pr->gid),
-				 attr.ah_attr.roce.dmac, &hop);
-	if (ret)
-		goto out_put;
-	attr.ah_attr.grh.hop_limit = hop;
+	memcpy(attr.ah_attr.roce.dmac, plan->dmac, ETH_ALEN);
+	attr.ah_attr.grh.hop_limit = plan->hop;
 	attr.qp_state = IB_QPS_RTR;
 	attr.path_mtu = mq->app.path_mtu;
 	if (!ib_query_port(bond->rails[i].ibdev, bond->rails[i].port,
@@ -672,7 +742,6 @@ static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i)
 		m->peer = j;
 		mq->s.weight[i] = rbond_port_weight(&pattr);
 	}
-out_put:
 	rdma_put_gid_attr(sgid);
 	return ret;
 }
@@ -698,7 +767,8 @@ static int rbond_mq_rts(struct rbond_mqp *mq, unsigned int i)
 }
 
 /* Bring every member as far as the information goes (bond->lock held). */
-static void rbond_mq_advance(struct rbond_mqp *mq, bool rts)
+static void rbond_mq_advance(struct rbond_mqp *mq, bool rts,
+			     const struct rbond_rtr_plan plan[RBOND_MAX_RAILS])
 {
 	unsigned int i;
 
@@ -709,7 +779,7 @@ static void rbond_mq_advance(struct rbond_mqp *mq, bool rts)
 
 		if (!m->qp)
 			continue;
-		if (m->state == RBOND_M_INIT && rbond_mq_rtr(mq, i)) {
+		if (m->state == RBOND_M_INIT && rbond_mq_rtr(mq, i, &plan[i])) {
 			ibdev_dbg(&mq->bond->ibdev,
 				  "QP 0x%x: rail %u stays unused (no peer rail)\n",
 				  mq->qp->ibqp.qp_num, i);
@@ -724,11 +794,13 @@ static void rbond_mq_fill_rails(struct rbond_mqp *mq, struct rbond_msg *msg,
 				bool rtr_only)
 {
 	struct rbond_dev *bond = mq->bond;
+	struct net_device *home = bond->rails[mq->qp->home].ndev;
 	unsigned int i, n = 1;
 	struct rbond_msg_rail *r;
 
+	lockdep_assert_held(&bond->lock);
 	r = &msg->qp.rail[0];
-	ipv6_addr_set_v4mapped(rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev),
+	ipv6_addr_set_v4mapped(home ? rbond_ndev_ipv4(home) : 0,
 			       (struct in6_addr *)r->gid);
 	r->qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
 	r->index = mq->qp->home;
@@ -827,17 +899,58 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 		  qp->ibqp.qp_num, rails);
 }
 
+/* The peer QP's nonce, from the first message that carries it (set once). */
+static void rbond_mq_learn_nonce(struct rbond_mqp *mq, const u8 *nonce)
+{
+	static const u8 zero[sizeof(mq->peer_nonce)];
+	unsigned long flags;
+
+	if (!memcmp(nonce, zero, sizeof(zero)))
+		return;
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	if (!mq->have_peer_nonce) {
+		memcpy(mq->peer_nonce, nonce, sizeof(mq->peer_nonce));
+		/* nonce before flag: rbond_rkey_get() reads without the lock */
+		smp_store_release(&mq->have_peer_nonce, true);
+	}
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+}
+
+/*
+ * A QP_RSP is about our QP only if it answers our own QP_REQ: it came on
+ * the connection we asked on (to the peer the application connected to),
+ * from the peer QP the application named, echoing our nonce.
+ */
+static bool rbond_mq_rsp_ours(struct rbond_mqp *mq, struct rbond_conn *conn,
+			      const struct rbond_msg *rsp, __be32 peer_addr,
+			      u32 peer_qpn)
+{
+	return conn && conn == mq->conn && conn->raddr == peer_addr &&
+	       be32_to_cpu(rsp->src_qpn) == peer_qpn &&
+	       !memcmp(rsp->echo, mq->nonce, sizeof(mq->nonce));
+}
+
+/* A QP_REQ is from our peer QP: on a connection it opened from its address. */
+static bool rbond_mq_req_ours(struct rbond_conn *conn,
+			      const struct rbond_msg *req, __be32 peer_addr,
+			      u32 peer_qpn)
+{
+	return conn && !conn->active && conn->raddr == peer_addr &&
+	       be32_to_cpu(req->src_qpn) == peer_qpn;
+}
+
 static void rbond_mq_work(struct work_struct *work)
 {
 	struct rbond_mqp *mq = container_of(to_delayed_work(work),
 					    struct rbond_mqp, work);
 	struct rbond_dev *bond = mq->bond;
-	struct rbond_conn *req_conn = NULL;
+	struct rbond_rtr_plan plan[RBOND_MAX_RAILS];
+	struct rbond_conn *req_conn = NULL, *rsp_conn = NULL;
 	struct rbond_msg *msg, req, rsp;
 	bool req_pending, rsp_pending, have_rtr, have_rts, ok;
 	unsigned long flags;
-	__be32 peer_addr, home_addr;
-	u32 peer_qpn;
+	__be32 peer_addr, home_addr = 0;
+	u32 peer_qpn, status;
 
 	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
 	if (!msg) {
@@ -862,8 +975,11 @@ static void rbond_mq_work(struct work_struct *work)
 	}
 	rsp_pending = mq->rsp_pending;
 	mq->rsp_pending = false;
-	if (rsp_pending)
+	if (rsp_pending) {
 		rsp = mq->rsp;
+		rsp_conn = mq->rsp_conn;
+		mq->rsp_conn = NULL;
+	}
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
 
 	if (!have_rtr) {
@@ -884,6 +1000,13 @@ static void rbond_mq_work(struct work_struct *work)
 		goto answer;
 
 	mutex_lock(&bond->lock);
+	if (!rbond_rail_present(bond, mq->qp->home)) {
+		/* The QP is dead with its home rail: nothing to negotiate. */
+		rbond_mq_give_up(mq);
+		mutex_unlock(&bond->lock);
+		goto answer;
+	}
+	home_addr = rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev);
 	if (!mq->created) {
 		mq->created = true;
 		if (!rbond_mq_create_members(mq))
@@ -892,24 +1015,39 @@ static void rbond_mq_work(struct work_struct *work)
 	if (rsp_pending)
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: QP_RSP from 0x%x: status %u%s\n",
 			  mq->qp->ibqp.qp_num, be32_to_cpu(rsp.src_qpn),
-			  be32_to_cpu(rsp.status), mq->conn ? "" : ", no conn");
-	if (rsp_pending && mq->conn &&
-	    be32_to_cpu(rsp.src_qpn) == peer_qpn) {
+			  be32_to_cpu(rsp.status),
+			  rsp_conn == mq->conn ? "" : ", not our connection");
+	if (rsp_pending &&
+	    rbond_mq_rsp_ours(mq, rsp_conn, &rsp, peer_addr, peer_qpn)) {
 		switch (be32_to_cpu(rsp.status)) {
 		case RBOND_ST_OK:
+			rbond_mq_learn_nonce(mq, rsp.nonce);
 			rbond_mq_take_peer(mq, &rsp);
 			mq->rsp_ok = true;
 			break;
 		case RBOND_ST_NOT_READY:
+			rbond_mq_learn_nonce(mq, rsp.nonce);
 			break;
 		default:
 			rbond_mq_give_up(mq);
 		}
 	}
-	if (req_pending && req_conn && req_conn->raddr == peer_addr &&
-	    be32_to_cpu(req.src_qpn) == peer_qpn)
+	if (req_pending && rbond_mq_req_ours(req_conn, &req, peer_addr,
+					     peer_qpn)) {
+		rbond_mq_learn_nonce(mq, req.nonce);
 		rbond_mq_take_peer(mq, &req);
-	rbond_mq_advance(mq, have_rts);
+	}
+	/* Not under bond->lock: a neighbour the peer names may not answer. */
+	rbond_mq_plan(mq, plan);
+	mutex_unlock(&bond->lock);
+	rbond_mq_resolve(mq, plan);
+	mutex_lock(&bond->lock);
+	if (!rbond_rail_present(bond, mq->qp->home)) {
+		rbond_mq_give_up(mq);
+		mutex_unlock(&bond->lock);
+		goto answer;
+	}
+	rbond_mq_advance(mq, have_rts, plan);
 	if (mq->rsp_ok && have_rts && !mq->gave_up)
 		rbond_mq_publish(mq);
 	mutex_unlock(&bond->lock);
@@ -917,7 +1055,6 @@ static void rbond_mq_work(struct work_struct *work)
 	/* Our own request, until the peer said yes (or we give up). */
 	if (!mq->rsp_ok && !mq->gave_up) {
 		if (!mq->conn) {
-			home_addr = rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev);
 			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);
 			if (!mq->conn)
 				rbond_mq_give_up(mq);	/* not a bond peer */
@@ -930,8 +1067,11 @@ static void rbond_mq_work(struct work_struct *work)
 				rbond_mq_give_up(mq);
 			} else if (st == RBOND_CONN_UP) {
 				memset(msg, 0, sizeof(*msg));
+				mutex_lock(&bond->lock);
 				rbond_mq_fill_rails(mq, msg, false);
+				mutex_unlock(&bond->lock);
 				msg->dst_qpn = cpu_to_be32(peer_qpn);
+				memcpy(msg->nonce, mq->nonce, sizeof(msg->nonce));
 				rbond_ctrl_send(mq->conn, msg,
 						RBOND_MSG_QP_REQ,
 						RBOND_ST_OK);
@@ -948,69 +1088,127 @@ static void rbond_mq_work(struct work_struct *work)
 
 answer:
 	if (req_pending && req_conn) {
-		ok = !mq->gave_up && req_conn->raddr == peer_addr &&
-		     be32_to_cpu(req.src_qpn) == peer_qpn;
+		ok = !mq->gave_up &&
+		     rbond_mq_req_ours(req_conn, &req, peer_addr, peer_qpn);
 		memset(msg, 0, sizeof(*msg));
+		status = RBOND_ST_NOENT;
 		if (ok) {
 			mutex_lock(&bond->lock);
-			rbond_mq_fill_rails(mq, msg, true);
+			ok = rbond_rail_present(bond, mq->qp->home);
+			if (ok)
+				rbond_mq_fill_rails(mq, msg, true);
 			mutex_unlock(&bond->lock);
+		}
+		if (ok) {
+			memcpy(msg->nonce, mq->nonce, sizeof(msg->nonce));
+			status = msg->qp.nrails > 1 ? RBOND_ST_OK :
+						      RBOND_ST_NOT_READY;
 		} else {
-			msg->src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+			/* the same answer as for no such QP */
+			memset(msg, 0, sizeof(*msg));
+			msg->src_qpn = req.dst_qpn;
 		}
 		msg->dst_qpn = req.src_qpn;
-		rbond_ctrl_send(req_conn, msg, RBOND_MSG_QP_RSP,
-				ok ? (msg->qp.nrails > 1 ? RBOND_ST_OK :
-				      RBOND_ST_NOT_READY) : RBOND_ST_PERM);
+		memcpy(msg->echo, req.nonce, sizeof(msg->echo));
+		rbond_ctrl_send(req_conn, msg, RBOND_MSG_QP_RSP, status);
 	}
 out_unlock:
 	mutex_unlock(&mq->lock);
 	rbond_conn_put(req_conn);
+	rbond_conn_put(rsp_conn);
 	kfree(msg);
 }
 
 /* --- control messages -------------------------------------------------------- */
 
+/*
+ * QP_REQ arrives on connections the peer opened (passive), QP_RSP on ours
+ * (active).  Whatever cannot be about the named QP is dropped here, before
+ * it can take the one-slot inbox; a QP_REQ gets the same NOENT answer
+ * whether the QP does not exist or is not connected to the asker.
+ */
 static void rbond_handle_qp_msg(struct rbond_conn *conn,
 				const struct rbond_msg *m)
 {
+	bool is_req = m->type == RBOND_MSG_QP_REQ;
 	struct rbond_conn *old = NULL;
 	struct rbond_msg rsp = {};
 	struct rbond_mqp *mq;
 	unsigned long flags;
+	bool take = false;
 
-	mutex_lock(&rbond_mq_mutex);
-	mq = rbond_mq_find(conn->id ? conn->id->device : NULL,
-			   be32_to_cpu(m->dst_qpn));
-	if (!mq) {
-		mutex_unlock(&rbond_mq_mutex);
-		if (m->type == RBOND_MSG_QP_REQ) {
-			rsp.dst_qpn = m->src_qpn;
-			rsp.src_qpn = m->dst_qpn;
-			rbond_ctrl_send(conn, &rsp, RBOND_MSG_QP_RSP,
-					RBOND_ST_NOENT);
-		}
+	if (conn->active == is_req) {
+		atomic64_inc(&rbond_mstats.bad_msgs);
 		return;
 	}
-	spin_lock_irqsave(&mq->attr_lock, flags);
-	if (m->type == RBOND_MSG_QP_REQ) {
-		if (!mq->req_pending) {
-			mq->req_pending = true;
-			mq->req = *m;
-			old = mq->req_conn;
-			rbond_conn_get(conn);
-			mq->req_conn = conn;
+	mutex_lock(&rbond_mq_mutex);
+	mq = rbond_mq_find(conn->dmadev, be32_to_cpu(m->dst_qpn));
+	if (mq) {
+		spin_lock_irqsave(&mq->attr_lock, flags);
+		if (is_req) {
+			/* before RTR the peer is not known yet: check later */
+			take = !mq->have_rtr ||
+			       rbond_mq_req_ours(conn, m, mq->peer_addr,
+						 mq->peer_qpn);
+			if (take && !mq->req_pending) {
+				mq->req_pending = true;
+				mq->req = *m;
+				old = mq->req_conn;
+				rbond_conn_get(conn);
+				mq->req_conn = conn;
+			}
+		} else {
+			take = conn->raddr == mq->peer_addr &&
+			       be32_to_cpu(m->src_qpn) == mq->peer_qpn &&
+			       !memcmp(m->echo, mq->nonce, sizeof(mq->nonce));
+			if (take && !mq->rsp_pending) {
+				mq->rsp_pending = true;
+				mq->rsp = *m;
+				old = mq->rsp_conn;
+				rbond_conn_get(conn);
+				mq->rsp_conn = conn;
+			}
 		}
-	} else if (!mq->rsp_pending) {
-		mq->rsp_pending = true;
-		mq->rsp = *m;
+		spin_unlock_irqrestore(&mq->attr_lock, flags);
+		if (take)
+			rbond_mq_kick(mq, 0);
 	}
-	spin_unlock_irqrestore(&mq->attr_lock, flags);
-	rbond_mq_kick(mq, 0);
 	mutex_unlock(&rbond_mq_mutex);
 	rbond_conn_put(old);
+	if (take)
+		return;
+	if (is_req) {
+		rsp.dst_qpn = m->src_qpn;
+		rsp.src_qpn = m->dst_qpn;
+		memcpy(rsp.echo, m->nonce, sizeof(rsp.echo));
+		rbond_ctrl_send(conn, &rsp, RBOND_MSG_QP_RSP, RBOND_ST_NOENT);
+	} else {
+		atomic64_inc(&rbond_mstats.bad_msgs);
+		pr_debug("rdma_bond: QP_RSP for QP 0x%x from %pI4 QP 0x%x dropped\n",
+			 be32_to_cpu(m->dst_qpn), &conn->raddr,
+			 be32_to_cpu(m->src_qpn));
+	}
 }
 
+/* conn->lock held: has @mr's key already been handed out on @conn? */
+static bool rbond_handed_has(struct rbond_conn *conn, u32 rkey,
+			     const struct rbond_mr *mr)
+{
+	struct rbond_handed *h;
+
+	hash_for_each_possible(conn->handed, h, node, rkey)
+		if (h->rkey == rkey && h->mr == mr)
+			return true;
+	return false;
+}
+
+/*
+ * The peer asks for the alias keys of one of our keys.  Answered only about
+ * a QP connected to the asker (its address, its QPN, the nonce our QP gave
+ * it), for a remotely accessible MR of that QP's PD, and only if we can
+ * track it for dereg.  Every refusal is the same NOENT with no key material.
+ * Bounded cost: one xarray lookup (bond rkey == lkey, the primary member's).
+ */
 static void rbond_handle_rkey_req(struct rbond_conn *conn,
 				  const struct rbond_msg *m)
 {
@@ -1023,57 +1221,67 @@ static void rbond_handle_rkey_req(struct rbond_conn *conn,
 	unsigned long flags;
 	u32 status = RBOND_ST_NOENT;
 	unsigned int i;
+	bool ok;
 
 	rsp.dst_qpn = m->src_qpn;
 	rsp.src_qpn = m->dst_qpn;
 	rsp.key.rkey = m->key.rkey;
+	if (conn->active)
+		goto out;	/* requests come on connections the peer opened */
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		goto out;	/* cannot track it: hand out nothing */
 
 	mutex_lock(&rbond_mq_mutex);
-	mq = rbond_mq_find(conn->id ? conn->id->device : NULL,
-			   be32_to_cpu(m->dst_qpn));
-	/* Only about a QP connected to the asker, and MRs in its PD. */
-	if (!mq || !mq->have_rtr || mq->peer_addr != conn->raddr ||
-	    mq->peer_qpn != be32_to_cpu(m->src_qpn)) {
-		status = RBOND_ST_PERM;
+	mq = rbond_mq_find(conn->dmadev, be32_to_cpu(m->dst_qpn));
+	if (!mq)
 		goto out_unlock;
-	}
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	ok = mq->have_rtr && mq->peer_addr == conn->raddr &&
+	     mq->peer_qpn == be32_to_cpu(m->src_qpn) &&
+	     !memcmp(m->echo, mq->nonce, sizeof(mq->nonce));
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	if (!ok)
+		goto out_unlock;
 	bond = mq->bond;
 	mutex_lock(&bond->lock);
-	list_for_each_entry(mr, &bond->mrs, list) {
-		if (mr->dma || mr->pd != mq->qp->pd || mr->ibmr.rkey != rkey)
-			continue;
-		rsp.key.access = cpu_to_be32(mr->access);
-		for (i = 0; i < RBOND_MAX_RAILS; i++) {
-			if (!mr->member[i])
-				continue;
-			rsp.key.rail_rkey[i] = cpu_to_be32(mr->member[i]->rkey);
-			rsp.key.rail_valid |= BIT(i);
-		}
-		if (!h)
-			break;	/* cannot track it: hand out nothing */
-		h->rkey = rkey;
-		h->mr = mr;
+	/* under bond->lock: dereg takes the MR off mr_xa before revoking */
+	mr = xa_load(&mq->qp->pd->mr_xa, rkey);
+	if (mr && !mr->dma && mr->pd == mq->qp->pd && mr->ibmr.rkey == rkey &&
+	    (mr->access & (IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+			   IB_ACCESS_REMOTE_ATOMIC))) {
 		spin_lock_irqsave(&conn->lock, flags);
-		if (conn->nr_handed < RBOND_RKEY_MAX) {
+		if (rbond_handed_has(conn, rkey, mr)) {
+			status = RBOND_ST_OK;	/* tracked already */
+		} else if (conn->nr_handed < RBOND_RKEY_MAX) {
+			h->rkey = rkey;
+			h->mr = mr;
 			hash_add(conn->handed, &h->node, rkey);
-			conn->nr_handed++;
+			WRITE_ONCE(conn->nr_handed, conn->nr_handed + 1);
 			h = NULL;
 			status = RBOND_ST_OK;
 		}
 		spin_unlock_irqrestore(&conn->lock, flags);
-		break;
+		if (status == RBOND_ST_OK) {
+			rsp.key.access = cpu_to_be32(mr->access);
+			for (i = 0; i < RBOND_MAX_RAILS; i++) {
+				if (!mr->member[i])
+					continue;
+				rsp.key.rail_rkey[i] =
+					cpu_to_be32(mr->member[i]->rkey);
+				rsp.key.rail_valid |= BIT(i);
+			}
+		}
 	}
 	mutex_unlock(&bond->lock);
 out_unlock:
 	mutex_unlock(&rbond_mq_mutex);
 	kfree(h);
-	if (status != RBOND_ST_OK) {
-		rsp.key.rail_valid = 0;
-		pr_debug("rdma_bond: RKEY_REQ 0x%x for QP 0x%x from QP 0x%x refused: %u\n",
-			 rkey, be32_to_cpu(m->dst_qpn), be32_to_cpu(m->src_qpn),
-			 status);
-	}
+out:
+	if (status != RBOND_ST_OK)
+		pr_debug("rdma_bond: RKEY_REQ 0x%x for QP 0x%x from %pI4 QP 0x%x refused\n",
+			 rkey, be32_to_cpu(m->dst_qpn), &conn->raddr,
+			 be32_to_cpu(m->src_qpn));
 	rbond_ctrl_send(conn, &rsp, RBOND_MSG_RKEY_RSP, status);
 }
 
@@ -1203,21 +1411,49 @@ void rbond_inval_wake(void)
 
 /* --- remote keys ------------------------------------------------------------- */
 
+/*
+ * conn->lock held: may @e go?  Entries without a translation (refused, or
+ * never answered) once their retries are over and RBOND_RKEY_NEG_TTL has
+ * passed, or at once when the cache is 3/4 full: one user's bogus keys
+ * must not keep everyone else's QPs on that connection on the home rail.
+ */
+static bool rbond_rkey_evictable(struct rbond_conn *conn,
+				 const struct rbond_rkey *e)
+{
+	if (e->state != RBOND_RK_NEG && e->state != RBOND_RK_SENT)
+		return false;
+	if (e->state == RBOND_RK_NEG &&
+	    conn->nr_rkeys >= RBOND_RKEY_MAX * 3 / 4)
+		return true;
+	return e->tries >= RBOND_RKEY_TRIES &&
+	       time_after(jiffies, e->stamp + RBOND_RKEY_NEG_TTL);
+}
+
 void rbond_rkey_fetch_work(struct work_struct *work)
 {
 	struct rbond_conn *conn = container_of(work, struct rbond_conn,
 					       rkey_work);
+	struct {
+		u32 rkey, src_qpn, dst_qpn;
+		u8 echo[8];
+	} todo[16];
+	struct hlist_node *tmp;
 	struct rbond_msg msg;
 	struct rbond_rkey *e;
 	unsigned long flags;
 	unsigned int bkt;
-	u32 todo[16][3];
 	int n, i;
 
 	do {
 		n = 0;
 		spin_lock_irqsave(&conn->lock, flags);
-		hash_for_each(conn->rkeys, bkt, e, node) {
+		hash_for_each_safe(conn->rkeys, bkt, tmp, e, node) {
+			if (rbond_rkey_evictable(conn, e)) {
+				hash_del_rcu(&e->node);
+				conn->nr_rkeys--;
+				kfree_rcu(e, rcu);
+				continue;
+			}
 			if ((e->state == RBOND_RK_SENT ||
 			     e->state == RBOND_RK_NEG) &&
 			    time_after(jiffies, e->stamp + RBOND_RKEY_RETRY) &&
@@ -1229,17 +1465,19 @@ void rbond_rkey_fetch_work(struct work_struct *work)
 				continue;
 			e->state = RBOND_RK_SENT;
 			e->stamp = jiffies;
-			todo[n][0] = e->rkey;
-			todo[n][1] = e->src_qpn;
-			todo[n][2] = e->dst_qpn;
+			todo[n].rkey = e->rkey;
+			todo[n].src_qpn = e->src_qpn;
+			todo[n].dst_qpn = e->dst_qpn;
+			memcpy(todo[n].echo, e->echo, sizeof(todo[n].echo));
 			n++;
 		}
 		spin_unlock_irqrestore(&conn->lock, flags);
 		for (i = 0; i < n; i++) {
 			memset(&msg, 0, sizeof(msg));
-			msg.key.rkey = cpu_to_be32(todo[i][0]);
-			msg.src_qpn = cpu_to_be32(todo[i][1]);
-			msg.dst_qpn = cpu_to_be32(todo[i][2]);
+			msg.key.rkey = cpu_to_be32(todo[i].rkey);
+			msg.src_qpn = cpu_to_be32(todo[i].src_qpn);
+			msg.dst_qpn = cpu_to_be32(todo[i].dst_qpn);
+			memcpy(msg.echo, todo[i].echo, sizeof(msg.echo));
 			rbond_ctrl_send(conn, &msg, RBOND_MSG_RKEY_REQ,
 					RBOND_ST_OK);
 		}
@@ -1274,10 +1512,16 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey,
 	struct rbond_conn *conn = mq->conn;
 	struct rbond_rkey *e;
 	unsigned long flags;
+	bool full;
 	u8 st;
 
 	*resolving = false;
-	if (!conn)
+	/*
+	 * Translations live only as long as the connection they came on:
+	 * once it is down, the owner can no longer revoke them (INVAL), so
+	 * none is used any more.
+	 */
+	if (!conn || READ_ONCE(conn->state) != RBOND_CONN_UP)
 		return NULL;
 	e = rbond_rkey_find(conn, rkey);
 	if (e && READ_ONCE(e->state) == RBOND_RK_VALID) {
@@ -1297,17 +1541,24 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey,
 		return NULL;
 	}
 	atomic64_inc(&rbond_mstats.rkey_misses);
+	/* the owner answers only with its QP's nonce (from QP_REQ/QP_RSP) */
+	if (!smp_load_acquire(&mq->have_peer_nonce))
+		return NULL;
 	e = kzalloc(sizeof(*e), GFP_ATOMIC);
 	if (!e)
 		return NULL;
 	e->rkey = rkey;
 	e->src_qpn = mq->qp->ibqp.qp_num;
 	e->dst_qpn = mq->peer_qpn;
+	memcpy(e->echo, mq->peer_nonce, sizeof(e->echo));
 	e->state = RBOND_RK_PENDING;
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->nr_rkeys >= RBOND_RKEY_MAX || rbond_rkey_find(conn, rkey)) {
+		full = conn->nr_rkeys >= RBOND_RKEY_MAX;
 		spin_unlock_irqrestore(&conn->lock, flags);
 		kfree(e);
+		if (full)	/* evicts refused entries */
+			queue_work(rbond_wq, &conn->rkey_work);
 		return NULL;
 	}
 	hash_add_rcu(conn->rkeys, &e->node, rkey);
@@ -1346,7 +1597,7 @@ static void rbond_inval_one(struct rbond_conn *conn, void *arg)
 		if (h->mr != a->mr)
 			continue;
 		hash_del(&h->node);
-		conn->nr_handed--;
+		WRITE_ONCE(conn->nr_handed, conn->nr_handed - 1);
 		kfree(h);
 		found = true;
 	}
