@@ -1,0 +1,119 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: pair
+#
+# A hostile peer of the multi-rail control channel (Documentation/
+# rdma_bond.rst, "Threat model"), from host b against host a's module, while
+# a real bond QP pair runs between them:
+#   1. a root process on b binds a privileged port and (progs/rbond_hostile
+#      forge) sprays forged QP_RSPs at the victim QP of host a while it
+#      negotiates, then sends malformed, truncated, wrong-version, replayed
+#      and forged messages (QP_REQ/RKEY_REQ naming the victim QP from the
+#      wrong QPN, without or with a guessed nonce, RKEY_REQ for a key of
+#      another PD): each ignored or refused as NOENT with no key material;
+#      the victim pair (progs/rbond_hostile victim, 24 x 1 MiB relaxed
+#      WRITEs + SEND, every byte checked) completes and is striped;
+#   2. an unprivileged process on b (uid nobody) connects to the control
+#      port of every rail address of a: refused;
+#   3. 200 connection requests with bad private data: all refused, and
+#      host a has no more rdma_cm ids afterwards than before (a refused
+#      request leaves nothing behind).
+# RBOND_HOSTILE_PROTO=1 makes the hostile programs speak the old (version 1)
+# wire format, to run this test against the module before the fixes.
+#
+#   guest a: rbond0 = [rxe_a0 10.0.1.1, rxe_a1 10.0.2.1]  (victim client)
+#   guest b: rbond0 = [rxe_b0 10.0.1.2, rxe_b1 10.0.2.2]  (victim server,
+#            the forger, the unprivileged user)
+. "$(dirname "$0")/lib.sh"
+require_guest
+require_module
+require_provider
+[ "${RBOND_TOPO:-}" = pair ] || skip "pair topology only"
+require_cmd setpriv rdma
+H=$RBOND_TOP/selftests/progs/rbond_hostile
+[ -x "$H" ] || skip "rbond_hostile not built (make progs)"
+topo_up || fail "topology"
+me=$(rbond_me)
+provider_env
+VER=${RBOND_HOSTILE_PROTO:-2}
+COUNT=24
+D=$(pair_dir)
+
+rbond_install || fail "module install"
+rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
+pair_sync bonds_up || fail "peer did not build its bond"
+
+# rdma_cm ids of host a on the control port (listeners, connections)
+ctrl_ids() { rdma res show cm_id 2>/dev/null | grep -c ":18515 "; }
+stats() { tr '\n' ' ' < /sys/module/rdma_bond/parameters/mrail_stats; }
+
+# --- 1. the victim pair under attack ---------------------------------------
+if [ "$me" = b ]; then
+	timeout -k 5 300 "$H" victim -d rbond0 -p 18661 -F "$D" -c $COUNT \
+		> /tmp/victim.out 2>&1 &
+	vpid=$!
+	timeout -k 5 300 "$H" forge -a "$(rail_ip 0 a)" -l "$(rail_ip 0 b)" \
+		-P 1000 -V "$VER" -F "$D" > /tmp/forge.out 2>&1
+	frc=$?
+	sed 's/^/#   /' /tmp/forge.out
+	wait $vpid; vrc=$?
+	sed 's/^/#   /' /tmp/victim.out
+	log_test $frc "forged and malformed messages refused, nothing disclosed"
+	log_test $vrc "victim server: data intact"
+	pair_put forge_rc "$frc"
+else
+	tx0=$(rail_tx_bytes a1)
+	timeout -k 5 300 "$H" victim -d rbond0 -p 18661 -F "$D" -c $COUNT \
+		"$(rail_ip 0 b)" > /tmp/victim.out 2>&1
+	vrc=$?
+	sed 's/^/#   /' /tmp/victim.out
+	tx1=$(( $(rail_tx_bytes a1) - tx0 ))
+	log "rail 1 carried $tx1 bytes of $((COUNT << 20)); $(stats)"
+	log_test $vrc "victim client: every WRITE and the SEND completed"
+	[ "$tx1" -ge $(( (COUNT << 20) / 5 )) ]
+	log_test $? "victim QP striped over both rails despite the forged QP_RSPs"
+	pair_get forge_rc 300 >/dev/null
+fi
+pair_sync victim_done 300
+
+# --- 2. unprivileged connects, 3. a flood of bad requests ------------------
+if [ "$me" = a ]; then
+	pair_get probes_done 300 >/dev/null
+	sleep 2
+	before=$(ctrl_ids)
+	pair_put ids_before "$before"
+	pair_get flood_done 600 >/dev/null
+	sleep 2
+	after=$(ctrl_ids)
+	log "control-port rdma_cm ids on host a: $before before, $after after"
+	[ "$after" -le "$before" ]
+	log_test $? "refused requests leave no rdma_cm id behind ($before -> $after)"
+	[ "$after" -le "$before" ] || rdma res show cm_id | tail -n 5 | sed 's/^/#   /'
+	pair_put ids_checked 1
+else
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		out=$(setpriv --reuid=65534 --regid=65534 --clear-groups \
+			timeout -k 5 60 "$H" probe -a "$(rail_ip "$r" a)" \
+			-l "$(rail_ip "$r" b)" -V "$VER" 2>&1)
+		rc=$?
+		log "$out"
+		[ $rc -eq 2 ]
+		log_test $? "unprivileged (uid 65534) connect to $(rail_ip "$r" a):18515 refused"
+	done
+	out=$(timeout -k 5 60 "$H" probe -a "$(rail_ip 0 a)" -l "$(rail_ip 0 b)" \
+		-P 999 -V "$VER" 2>&1)
+	rc=$?
+	log "$out"
+	log_test $rc "root from a privileged port: accepted (the listener is there)"
+	pair_put probes_done 1
+	pair_get ids_before 120 >/dev/null
+	out=$(timeout -k 5 600 "$H" flood -a "$(rail_ip 0 a)" -l "$(rail_ip 0 b)" \
+		-n 200 2>&1)
+	rc=$?
+	log "$out"
+	log_test $rc "200 requests with bad private data refused"
+	pair_put flood_done 1
+	pair_get ids_checked 120 >/dev/null
+fi
+pair_sync done 600
+exit $ret
