@@ -347,6 +347,15 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		return -EOPNOTSUPP;
 	if ((attr_mask & IB_QP_PORT) && attr->port_num != RBOND_PORT)
 		return -EINVAL;
+	/* the READ/atomic depths the bond granted, not what a member takes */
+	if (((attr_mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	     attr->max_rd_atomic > bond->attr.max_qp_init_rd_atom) ||
+	    ((attr_mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	     attr->max_dest_rd_atomic > bond->attr.max_qp_rd_atom)) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: rd_atomic over the device's\n",
+			  ibqp->qp_num);
+		return -EINVAL;
+	}
 
 	mattr = kmalloc(sizeof(*mattr), GFP_KERNEL);
 	if (!mattr)

@@ -486,6 +486,29 @@ static void t_states(void)
 		   "modify INIT -> RTR without AV/MTU/dest QPN/PSN");
 	ret = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
 	tap_ok(!ret && a.qp_state == IBV_QPS_INIT, "QP still in INIT after refused transitions");
+	{
+		/* READ/atomic depth: the device's values pass, one more fails */
+		struct qp_info me;
+		struct conn_opts o;
+
+		conn_opts_default(&o);
+		o.timeout = ack_timeout;
+		qp_local_info(&d, qp, 0x42, &me);
+		me.qpn = 0xabcde;	/* nobody: no traffic, no peer bond QP */
+		o.max_rd_atomic = da.max_qp_rd_atom + 1;
+		expect_err(qp_connect(&d, qp, &me, &me, &o, IBV_ACCESS_LOCAL_WRITE),
+			   EINVAL, "modify -> RTR with max_dest_rd_atomic = max_qp_rd_atom + 1");
+		ret = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+		if (!ret && a.qp_state != IBV_QPS_RESET) {
+			a.qp_state = IBV_QPS_RESET;
+			ibv_modify_qp(qp, &a, IBV_QP_STATE);
+		}
+		o.max_rd_atomic = da.max_qp_rd_atom < da.max_qp_init_rd_atom ?
+				  da.max_qp_rd_atom : da.max_qp_init_rd_atom;
+		tap_ok(qp_connect(&d, qp, &me, &me, &o, IBV_ACCESS_LOCAL_WRITE) == 0,
+		       "connect with max_rd_atomic = max_dest_rd_atomic = %d (the device's)",
+		       o.max_rd_atomic);
+	}
 	tap_ok(ibv_destroy_qp(qp) == 0, "destroy QP");
 out:
 	if (cq)
