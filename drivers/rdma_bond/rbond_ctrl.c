@@ -403,8 +403,16 @@ static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_lock_irqsave(&conn->lock, flags);
 	__clear_bit(cb->idx - RBOND_CTRL_RX, &conn->tx_busy);
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
-		pr_debug("rdma_bond: control send failed: %d\n", wc->status);
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
+		/*
+		 * The peer is gone (retries exhausted) without a disconnect:
+		 * the connection is dead, and the keys that came on it with
+		 * it (M1 of the security review).
+		 */
+		pr_debug("rdma_bond: control send to %pI4 failed: %d\n",
+			 &conn->raddr, wc->status);
+		rbond_conn_fail(conn, false);
+	}
 }
 
 static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -414,8 +422,12 @@ static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rbond_conn *conn = cb->conn;
 	struct rbond_msg msg;
 
-	if (wc->status != IB_WC_SUCCESS)
-		return;		/* flushed: the connection is going down */
+	if (wc->status != IB_WC_SUCCESS) {
+		/* flushed: the connection is going down; else it is dead */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			rbond_conn_fail(conn, false);
+		return;
+	}
 	ib_dma_sync_single_for_cpu(conn->dmadev,
 				   conn->dma + (u64)cb->idx * RBOND_CTRL_MSG_SIZE,
 				   RBOND_CTRL_MSG_SIZE, DMA_BIDIRECTIONAL);
