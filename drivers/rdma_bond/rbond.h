@@ -162,6 +162,10 @@ struct rbond_cq {
 	u32 tail;			/* next to poll */
 	u8 notify;			/* IB_CQ_{NEXT_COMP,SOLICITED} or 0 */
 	bool overflow;
+	bool kicked;			/* ring grew outside the tasklet */
+	u8 poll_first;			/* member the tasklet polls first */
+	/* WQEs multi-rail QPs may have outstanding on a rail (bond->lock) */
+	u32 mrail_wr;
 	struct tasklet_struct poll_task; /* polls the member CQs */
 };
 
@@ -316,6 +320,8 @@ bool rbond_cq_push(struct rbond_cq *cq, const struct ib_wc *wc);
 void rbond_cq_clean_qp(struct rbond_cq *cq, struct rbond_qp *qp);
 void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail);
 void rbond_cq_notify(struct rbond_cq *cq, bool notify, bool overflow);
+void rbond_cq_kick(struct rbond_cq *cq);
+int rbond_cq_fit(struct rbond_cq *cq);
 
 /* rbond_qp.c */
 int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
@@ -334,6 +340,7 @@ u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		   u8 wc_opcode, u8 rail, u64 bytes);
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 const struct ib_wc *mwc);
+void rbond_qp_deliver_posted(struct rbond_qp *qp);
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 
 /* rbond_sched.c */

@@ -15,6 +15,12 @@
 #include "rbond.h"
 
 #define RBOND_POLL_BATCH 8
+/*
+ * Member completions one tasklet run processes (it runs with interrupts
+ * off); with more to do it schedules itself again, other softirqs and
+ * tasklets run in between.
+ */
+#define RBOND_POLL_BUDGET 256
 
 static inline u32 rbond_cq_count(const struct rbond_cq *cq)
 {
@@ -49,11 +55,24 @@ void rbond_cq_notify(struct rbond_cq *cq, bool notify, bool overflow)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
-/* Poll one member CQ empty and re-arm it.  Caller holds cq->lock.
- * Returns true when the bond CQ's consumer must be notified.
+/*
+ * Completions were added to the ring outside the tasklet, in a context that
+ * must not call the consumer (post_send): the tasklet notifies it.  Caller
+ * holds cq->lock.
+ */
+void rbond_cq_kick(struct rbond_cq *cq)
+{
+	cq->kicked = true;
+	tasklet_schedule(&cq->poll_task);
+}
+
+/*
+ * Poll one member CQ empty and re-arm it, or stop (not armed) once *budget
+ * completions were processed.  Caller holds cq->lock.  Returns true when
+ * the bond CQ's consumer must be notified.
  */
 static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
-					struct ib_cq *mcq)
+					struct ib_cq *mcq, int *budget)
 {
 	struct rbond_dev *bond = to_rbond_dev(cq->ibcq.device);
 	struct ib_wc wc[RBOND_POLL_BATCH];
@@ -61,10 +80,15 @@ static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
 	int n, i;
 
 	do {
-		while ((n = ib_poll_cq(mcq, RBOND_POLL_BATCH, wc)) > 0)
+		while (*budget > 0 &&
+		       (n = ib_poll_cq(mcq, min(*budget, RBOND_POLL_BATCH),
+				       wc)) > 0) {
+			*budget -= n;
 			for (i = 0; i < n; i++)
 				added |= rbond_qp_process_wc(bond, cq, &wc[i]);
-	} while (ib_req_notify_cq(mcq, IB_CQ_NEXT_COMP |
+		}
+	} while (*budget > 0 &&
+		 ib_req_notify_cq(mcq, IB_CQ_NEXT_COMP |
 				  IB_CQ_REPORT_MISSED_EVENTS) > 0);
 
 	if (added && cq->notify) {
@@ -79,13 +103,26 @@ static void rbond_cq_poll_task(struct tasklet_struct *t)
 {
 	struct rbond_cq *cq = from_tasklet(cq, t, poll_task);
 	bool notify = false, overflow;
+	int budget = RBOND_POLL_BUDGET;
 	unsigned long flags;
-	unsigned int i;
+	unsigned int i, k;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	for (i = 0; i < RBOND_MAX_RAILS; i++)
+	/* from a rotating first member: a busy one cannot starve the rest */
+	for (k = 0; k < RBOND_MAX_RAILS && budget > 0; k++) {
+		i = (cq->poll_first + k) % RBOND_MAX_RAILS;
 		if (cq->member[i])
-			notify |= rbond_cq_poll_member_locked(cq, cq->member[i]);
+			notify |= rbond_cq_poll_member_locked(cq, cq->member[i],
+							      &budget);
+	}
+	cq->poll_first = (cq->poll_first + 1) % RBOND_MAX_RAILS;
+	if (budget <= 0)
+		tasklet_schedule(&cq->poll_task);	/* more to do */
+	if (cq->kicked && cq->notify && cq->head != cq->tail) {
+		cq->notify = 0;
+		notify = true;
+	}
+	cq->kicked = false;
 	overflow = cq->overflow;
 	cq->overflow = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
@@ -111,17 +148,56 @@ static void rbond_cq_member_event(struct ib_event *event, void *ctx)
 /* Process whatever @rail's member CQ holds now (process context). */
 void rbond_cq_drain_member(struct rbond_cq *cq, unsigned int rail)
 {
+	int budget = INT_MAX;	/* all of it: the member QP is gone */
 	unsigned long flags;
 	bool notify, overflow;
 
 	if (!cq->member[rail])
 		return;
 	spin_lock_irqsave(&cq->lock, flags);
-	notify = rbond_cq_poll_member_locked(cq, cq->member[rail]);
+	notify = rbond_cq_poll_member_locked(cq, cq->member[rail], &budget);
 	overflow = cq->overflow;
 	cq->overflow = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
 	rbond_cq_notify(cq, notify, overflow);
+}
+
+/*
+ * Member CQs of a CQ that multi-rail QPs use.  Every member WQE of such a
+ * QP is signaled (the shadow queue needs each completion), so a member CQ
+ * must hold the application's cqe plus every WQE those QPs can have
+ * outstanding (cq->mrail_wr: their queue depths), however few of them the
+ * application signals: a completion lost to a member CQ overflow would
+ * stall its QP for good.  Grow them (never shrink) to that, within the
+ * member device's limit.  bond->lock held (the other pollers but the
+ * tasklet, which is held off meanwhile).
+ */
+int rbond_cq_fit(struct rbond_cq *cq)
+{
+	struct rbond_dev *bond = to_rbond_dev(cq->ibcq.device);
+	unsigned int i;
+	int ret = 0;
+	u64 want;
+
+	lockdep_assert_held(&bond->lock);
+	tasklet_disable(&cq->poll_task);
+	for (i = 0; i < RBOND_MAX_RAILS && !ret; i++) {
+		struct ib_cq *mcq = cq->member[i];
+
+		if (!mcq)
+			continue;
+		want = min_t(u64, (u64)cq->ibcq.cqe + cq->mrail_wr,
+			     bond->rails[i].ibdev->attrs.max_cqe);
+		if (mcq->cqe >= want)
+			continue;
+		ret = ib_resize_cq(mcq, want);
+		if (ret)
+			ibdev_dbg(&bond->ibdev,
+				  "rail %u: member CQ to %llu entries: %d\n",
+				  i, want, ret);
+	}
+	tasklet_enable(&cq->poll_task);
+	return ret;
 }
 
 /* Drop the ring entries of a QP being destroyed (they point at it). */

@@ -101,6 +101,7 @@ struct rbond_mqp {
 	struct delayed_work work;
 	struct work_struct fail_work;	/* members to error, see qp_failed */
 	bool dead;
+	bool sized;			/* counted in its CQs' mrail_wr */
 
 	spinlock_t attr_lock;		/* app attrs, inbox */
 	struct ib_qp_attr app;
@@ -241,6 +242,16 @@ static void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay)
 static void rbond_mq_work(struct work_struct *work);
 static void rbond_mq_fail_work(struct work_struct *work);
 
+/* The QP no longer counts for its CQs' member sizes.  bond->lock held. */
+static void rbond_mrail_unsize(struct rbond_qp *qp, struct rbond_mqp *mq)
+{
+	if (!mq->sized)
+		return;
+	qp->scq->mrail_wr -= qp->slot_cap;
+	qp->rcq->mrail_wr -= qp->cap.max_recv_wr;
+	mq->sized = false;
+}
+
 void rbond_mrail_qp_create(struct rbond_qp *qp)
 {
 	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
@@ -275,6 +286,16 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 		addrs[i] = rbond_ndev_ipv4(bond->rails[i].ndev);
 		n++;
 	}
+	if (n >= 2) {
+		/* member CQs for all-signaled member WQEs (rbond_cq_fit) */
+		qp->scq->mrail_wr += qp->slot_cap;
+		qp->rcq->mrail_wr += qp->cap.max_recv_wr;
+		mq->sized = true;
+		if (rbond_cq_fit(qp->scq) || rbond_cq_fit(qp->rcq)) {
+			rbond_mrail_unsize(qp, mq);
+			n = 0;		/* stays single-rail */
+		}
+	}
 	mutex_unlock(&bond->lock);
 	if (n < 2) {
 		kfree(mq);
@@ -291,6 +312,61 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 	mutex_unlock(&rbond_mq_mutex);
 }
 
+/*
+ * modify_qp (bond->lock held, the home member modified): the extra-rail
+ * members follow the application's error state and access rights, so that
+ * a QP moved to error or stripped of remote access no longer gives the
+ * peer access over the other rails either.  Never atomics (see
+ * rbond_mq_create_members).  A member that cannot take the new rights
+ * (no such transition in its state) goes to error if rights were revoked
+ * (@old: the application's rights before).
+ */
+static void rbond_mrail_mirror(struct rbond_qp *qp,
+			       const struct ib_qp_attr *attr, int mask,
+			       int old)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct ib_qp_attr a = {};
+	bool revoke = false;
+	unsigned int i;
+	int ret;
+
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_ERR) {
+		a.qp_state = IB_QPS_ERR;
+		mask = IB_QP_STATE;
+	} else if ((mask & IB_QP_ACCESS_FLAGS) &&
+		   attr->qp_access_flags != old) {
+		a.qp_access_flags = attr->qp_access_flags &
+				    ~IB_ACCESS_REMOTE_ATOMIC;
+		mask = IB_QP_ACCESS_FLAGS;
+		revoke = old & ~attr->qp_access_flags;
+	} else {
+		return;
+	}
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+		struct ib_qp *mqp = m->published ? qp->member[i] : m->qp;
+
+		if (i == qp->home || !mqp || m->state == RBOND_M_ERR)
+			continue;
+		ret = ib_modify_qp(mqp, &a, mask);
+		if (ret && mask == IB_QP_ACCESS_FLAGS && !revoke)
+			continue;	/* keeps what it had, no more */
+		if (ret && mask == IB_QP_ACCESS_FLAGS) {
+			a.qp_state = IB_QPS_ERR;
+			ret = ib_modify_qp(mqp, &a, IB_QP_STATE);
+			a.qp_state = 0;
+			m->state = RBOND_M_ERR;
+		}
+		if (ret)
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: rail %u: mirror 0x%x failed: %d\n",
+				  qp->ibqp.qp_num, i, mask, ret);
+		if (mask == IB_QP_STATE)
+			m->state = RBOND_M_ERR;
+	}
+}
+
 /* From modify_qp (bond->lock held): remember the application's attributes. */
 void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 			     int mask)
@@ -298,10 +374,12 @@ void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 	struct rbond_mqp *mq = qp->mrail;
 	unsigned long flags;
 	bool kick = false;
+	int old_access;
 
 	if (!mq)
 		return;
 	spin_lock_irqsave(&mq->attr_lock, flags);
+	old_access = mq->app.qp_access_flags;
 	if (mask & IB_QP_ACCESS_FLAGS)
 		mq->app.qp_access_flags = attr->qp_access_flags;
 	if (mask & IB_QP_PATH_MTU)
@@ -337,8 +415,79 @@ void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 		kick = true;
 	}
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	rbond_mrail_mirror(qp, attr, mask, old_access);
 	if (kick)
 		rbond_mq_kick(mq, 0);
+}
+
+/* mq->lock, which orders before bond->lock, for modify_qp(RESET) */
+void rbond_mrail_lock(struct rbond_qp *qp)
+{
+	if (qp->mrail)
+		mutex_lock(&qp->mrail->lock);
+}
+
+void rbond_mrail_unlock(struct rbond_qp *qp)
+{
+	if (qp->mrail)
+		mutex_unlock(&qp->mrail->lock);
+}
+
+/*
+ * modify_qp(RESET) (mq->lock and bond->lock held; the shadow queues are
+ * empty, the published extra-rail members destroyed by rbond_qp_reset()):
+ * back to a QP that has not negotiated, so that one connected again
+ * (maybe to another peer) renegotiates from scratch - new members, new
+ * control connection, nothing of the old peer's.
+ */
+void rbond_mrail_qp_reset(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct rbond_conn *conn, *req_conn;
+	unsigned long flags;
+	unsigned int i;
+
+	if (!mq)
+		return;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	WRITE_ONCE(mq->up, false);
+	mq->want_up = false;
+	mq->pend_tail = mq->pend_head;
+	rbond_sched_release(&mq->s);
+	mq->s.rails_up = 0;
+	memset(mq->s.inflight_cl, 0, sizeof(mq->s.inflight_cl));
+	memset(mq->s.rd_inflight, 0, sizeof(mq->s.rd_inflight));
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		if (m->qp && !m->published)
+			ib_destroy_qp(m->qp);
+		memset(m, 0, sizeof(*m));
+		m->peer = -1;
+	}
+	mq->created = false;
+	mq->rsp_ok = false;
+	mq->have_peer = false;
+	mq->peer_nrails = 0;
+	mq->tries = 0;
+	conn = mq->conn;
+	mq->conn = NULL;
+	WRITE_ONCE(mq->gave_up, false);
+
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	mq->have_rtr = false;
+	mq->have_rts = false;
+	mq->peer_addr = 0;
+	mq->peer_qpn = 0;
+	mq->req_pending = false;
+	mq->rsp_pending = false;
+	req_conn = mq->req_conn;
+	mq->req_conn = NULL;
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	rbond_conn_put(conn);
+	rbond_conn_put(req_conn);
 }
 
 /* Before destroy: nothing of ours may touch the QP afterwards. */
@@ -356,9 +505,8 @@ void rbond_mrail_qp_destroy(struct rbond_qp *qp)
 	mq->registered = false;
 	mutex_unlock(&rbond_mq_mutex);
 	cancel_delayed_work_sync(&mq->work);
-	cancel_work_sync(&mq->fail_work);
 	mutex_lock(&mq->lock);
-	mq->dead = true;
+	WRITE_ONCE(mq->dead, true);	/* also: no new fail_work */
 	mutex_unlock(&mq->lock);
 
 	mutex_lock(&bond->lock);
@@ -376,6 +524,15 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 
 	if (!mq)
 		return;
+	/*
+	 * Only now: the QP is out of qp_xa and its CQs' locks were taken
+	 * since, so no completion is being processed that could queue the
+	 * work again (rbond_mrail_qp_failed).
+	 */
+	cancel_work_sync(&mq->fail_work);
+	mutex_lock(&mq->bond->lock);
+	rbond_mrail_unsize(qp, mq);
+	mutex_unlock(&mq->bond->lock);
 	qp->mrail = NULL;
 	rbond_sched_release(&mq->s);
 	rbond_conn_put(mq->conn);
@@ -394,8 +551,14 @@ void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 
 	if (!mq)
 		return;
+	/* no WQE goes to @rail from now on (rbond_sched_pick, post_slot) */
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	mq->s.rails_up &= ~BIT(rail);
+	if (rail == qp->home) {
+		/* the QP is lost: nothing waiting is posted any more */
+		mq->s.rails_up = 0;
+		mq->pend_tail = mq->pend_head;
+	}
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	if (mq->m[rail].qp && !mq->m[rail].published)
 		ib_destroy_qp(mq->m[rail].qp);
@@ -451,7 +614,8 @@ void rbond_mrail_qp_failed(struct rbond_qp *qp)
 		e->flags |= RBOND_SWQE_DONE;
 	}
 	atomic64_inc(&rbond_mstats.qp_failed);
-	queue_work(system_unbound_wq, &mq->fail_work);
+	if (!READ_ONCE(mq->dead))	/* destroy_qp cancels it later */
+		queue_work(system_unbound_wq, &mq->fail_work);
 }
 
 /*
@@ -508,6 +672,8 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 	unsigned int i;
 	int n = 0;
 
+	if (qp->state == IB_QPS_ERR)
+		return 0;	/* went to error before we got here */
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct rbond_member_qp *m = &mq->m[i];
 		struct ib_qp_init_attr init = {};
@@ -542,9 +708,14 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		attr.qp_state = IB_QPS_INIT;
 		attr.pkey_index = 0;
 		attr.port_num = bond->rails[i].port;
-		attr.qp_access_flags = (mq->app_mask & IB_QP_ACCESS_FLAGS) ?
+		/*
+		 * Never atomics: a peer atomic on an extra rail would not be
+		 * atomic with respect to those on the home rail.
+		 */
+		attr.qp_access_flags = ((mq->app_mask & IB_QP_ACCESS_FLAGS) ?
 			mq->app.qp_access_flags :
-			IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
+			IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ) &
+			~IB_ACCESS_REMOTE_ATOMIC;
 		if (ib_modify_qp(mqp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
 				 IB_QP_PORT | IB_QP_ACCESS_FLAGS)) {
 			ib_destroy_qp(mqp);
@@ -1811,7 +1982,7 @@ static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
 	struct ib_sge sge[RBOND_MAX_SGE];
 	const struct ib_send_wr *bad;
 	struct rbond_swqe *e;
-	struct ib_qp *mqp = qp->member[rail];
+	struct ib_qp *mqp;
 	union {
 		struct ib_send_wr send;
 		struct ib_rdma_wr rdma;
@@ -1821,6 +1992,10 @@ static int rbond_post_slot(struct rbond_mqp *mq, struct rbond_pend *p,
 	bool verbatim = p->wr.send.send_flags & IB_SEND_INLINE;
 	int n, ret;
 
+	/* a rail being removed is out of rails_up before its member goes */
+	if (rail >= RBOND_MAX_RAILS || !(mq->s.rails_up & BIT(rail)))
+		return -EINVAL;
+	mqp = qp->member[rail];
 	if (!mqp)
 		return -EINVAL;
 	memcpy(&mwr, &p->wr, sizeof(mwr));
@@ -1944,13 +2119,17 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		goto out_unlock;
 	}
 	if (qp->sq_failed) {
-		/* The QP is (going) in error: the home member flushes it. */
-		seq = rbond_alloc_slot(qp, wr, wc_opcode, bytes, true);
-		ret = rbond_post_slot(mq, p, seq, qp->home, 0, bytes, NULL,
-				      RBOND_CL_STRICT);
-		if (ret)
-			qp->sq_head--;
-		goto out_unlock;
+		/*
+		 * RC: the QP is in error (its first error was delivered), a
+		 * new WQE completes flushed.  Never posted: a member may still
+		 * be at RTS and would execute it, reported as flushed.
+		 */
+		seq = rbond_alloc_slot(qp, wr, wc_opcode, 0, true);
+		qp->sq[seq & (qp->sq_size - 1)].status = IB_WC_WR_FLUSH_ERR;
+		qp->sq[seq & (qp->sq_size - 1)].flags |= RBOND_SWQE_DONE;
+		spin_unlock(&qp->sq_lock);
+		rbond_qp_deliver_posted(qp);
+		return 0;
 	}
 	ok = mq->pend_head == mq->pend_tail ?
 	     rbond_sched_allowed(&mq->s, cl, &pl.wr.send, ord, rd_max,
@@ -1993,6 +2172,9 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		nchunks = clamp(room, 1U, nchunks);
 	}
 	len = DIV_ROUND_UP_ULL(bytes, nchunks);
+	/* as many chunks as len takes: none empty, off < bytes */
+	if (len)
+		nchunks = DIV_ROUND_UP_ULL(bytes, len);
 	for (k = 0, off = 0; k < nchunks; k++, off += len) {
 		u64 l = min(len, bytes - off);
 
@@ -2048,19 +2230,23 @@ void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e)
 		rbond_sched_done(&qp->mrail->s, e);
 }
 
-/* Completion path (cq->lock and sq_lock held): post what may go now. */
-void rbond_mrail_drain(struct rbond_qp *qp)
+/*
+ * Completion path (cq->lock and sq_lock held): post what may go now.  True
+ * when a waiting WQE completed instead (its post failed): the caller
+ * delivers again.
+ */
+bool rbond_mrail_drain(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
 	u32 rkeys[RBOND_MAX_RAILS];
 	unsigned long allowed, ok;
 	struct rbond_pend *p;
 	struct rbond_swqe *e;
-	bool have_keys;
+	bool have_keys, done = false;
 	u8 cl;
 
 	if (!mq)
-		return;
+		return false;
 	if (mq->want_up && !mq->up && (s32)(qp->sq_tail - mq->up_seq) >= 0)
 		rbond_mq_set_up(mq);
 	while (mq->pend_tail != mq->pend_head) {
@@ -2084,8 +2270,10 @@ void rbond_mrail_drain(struct rbond_qp *qp)
 			e = &qp->sq[p->seq & (qp->sq_size - 1)];
 			e->status = IB_WC_LOC_QP_OP_ERR;
 			e->flags |= RBOND_SWQE_DONE | RBOND_SWQE_SIGNALED;
+			done = true;
 		}
 	}
+	return done;
 }
 
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)

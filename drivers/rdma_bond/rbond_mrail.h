@@ -21,6 +21,9 @@ void rbond_mrail_qp_create(struct rbond_qp *qp);
 void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 			     int attr_mask);
 void rbond_mrail_qp_destroy(struct rbond_qp *qp);
+void rbond_mrail_lock(struct rbond_qp *qp);
+void rbond_mrail_unlock(struct rbond_qp *qp);
+void rbond_mrail_qp_reset(struct rbond_qp *qp);
 void rbond_mrail_qp_free(struct rbond_qp *qp);
 void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 bool rbond_mrail_active(const struct rbond_qp *qp);
@@ -30,8 +33,11 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 /* send completion of slot @e (sq_lock held): accounting, before delivery */
 void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e);
 bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e);
-/* after delivery (cq->lock and sq_lock held): post what may go now */
-void rbond_mrail_drain(struct rbond_qp *qp);
+/*
+ * after delivery (cq->lock and sq_lock held): post what may go now; true
+ * when a WQE completed without being posted (deliver again)
+ */
+bool rbond_mrail_drain(struct rbond_qp *qp);
 void rbond_mrail_qp_failed(struct rbond_qp *qp);
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp);
 

@@ -216,6 +216,8 @@ static void rbond_qp_flush(struct rbond_qp *qp)
 	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
 		struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 
+		if (!(e->flags & RBOND_SWQE_DONE))
+			rbond_mrail_slot_done(qp, e);	/* rails' accounting */
 		if (e->flags & RBOND_SWQE_CHUNK) {
 			/* reported with its WQE's last chunk */
 			rbond_qp_fold_chunk(qp, e);
@@ -257,8 +259,12 @@ static void rbond_qp_flush(struct rbond_qp *qp)
 	rbond_cq_notify(qp->rcq, notify, false);
 }
 
-/* Detach and destroy the member QP on @rail, then process what its member
- * CQs still hold.  Caller holds bond->lock.
+/*
+ * Detach and destroy the member QP on @rail, then process what its member
+ * CQs still hold.  member[] is read by the post paths (post locks) and by
+ * the completion path, which posts waiting WQEs under cq->lock and sq_lock
+ * (rbond_mrail_drain): cleared under all three, no one can be using the
+ * member once it is destroyed.  Caller holds bond->lock.
  */
 static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 {
@@ -267,8 +273,10 @@ static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	spin_lock(&qp->rq_post_lock);
+	spin_lock(&qp->sq_lock);
 	mqp = qp->member[rail];
 	qp->member[rail] = NULL;
+	spin_unlock(&qp->sq_lock);
 	spin_unlock(&qp->rq_post_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
 	if (!mqp)
@@ -281,19 +289,37 @@ static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 		rbond_cq_drain_member(qp->rcq, rail);
 }
 
-/* Caller holds bond->lock: the rail's member device is going away. */
+static void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail);
+
+/*
+ * Caller holds bond->lock: the rail's member device is going away.  Its
+ * member QP is destroyed and gives no more completions.  An extra rail's
+ * WQEs still outstanding are flushed (rbond_qp_flush_rail); losing the
+ * home rail puts the QP in error for good: everything flushes, the other
+ * members go to error.
+ */
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 {
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	bool home = rail == qp->home && qp->member[rail];
+	unsigned int i;
 
 	rbond_mrail_qp_remove_rail(qp, rail);
 	rbond_qp_destroy_member(qp, rail);
-	if (!home)
+	if (!home) {
+		rbond_qp_flush_rail(qp, rail);
 		return;
+	}
 
 	qp->dead = true;
 	qp->state = IB_QPS_ERR;
 	rbond_qp_flush(qp);
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (qp->member[i] && ib_modify_qp(qp->member[i], &attr,
+						  IB_QP_STATE))
+			ibdev_dbg(qp->ibqp.device,
+				  "QP 0x%x: rail %u to error failed\n",
+				  qp->ibqp.qp_num, i);
 	if (qp->ibqp.event_handler) {
 		struct ib_event ev = {
 			.device = qp->ibqp.device,
@@ -330,6 +356,41 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * The QP went to RESET (modify_qp; mq->lock and bond->lock held, the home
+ * member is reset).  The members dropped their WQEs without completions:
+ * so do the shadow queues (completions of them still in member CQs are
+ * stale from now on), and the extra-rail members go - the QP is
+ * renegotiated when it is connected again (rbond_mrail_qp_reset).
+ */
+static void rbond_qp_reset(struct rbond_qp *qp)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
+		struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+
+		if (!(e->flags & RBOND_SWQE_DONE))
+			rbond_mrail_slot_done(qp, e);	/* rails' accounting */
+	}
+	qp->chunk_bytes = 0;
+	qp->chunk_status = IB_WC_SUCCESS;
+	qp->chunk_vendor_err = 0;
+	qp->sq_failed = false;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	qp->rq_tail = qp->rq_head;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (i != qp->home)
+			rbond_qp_destroy_member(qp, i);
+	rbond_mrail_qp_reset(qp);
+}
+
 int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		    int attr_mask, struct ib_udata *udata)
 {
@@ -337,8 +398,8 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	const struct ib_gid_attr *mgid = NULL;
 	struct ib_qp_attr *mattr;
-	unsigned long flags;
 	struct ib_qp *mqp;
+	bool reset;
 	int ret;
 
 	if (attr_mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -362,6 +423,10 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		return -ENOMEM;
 	*mattr = *attr;
 
+	/* RESET also resets the multi-rail state: its lock comes first */
+	reset = (attr_mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RESET;
+	if (reset)
+		rbond_mrail_lock(qp);
 	mutex_lock(&bond->lock);
 	mqp = qp->member[qp->home];
 	if (!mqp) {
@@ -383,17 +448,15 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		ibdev_dbg(&bond->ibdev, "member modify_qp failed: %d\n", ret);
 		goto out_unlock;
 	}
-	if (attr_mask & IB_QP_STATE) {
+	if (attr_mask & IB_QP_STATE)
 		qp->state = attr->qp_state;
-		if (attr->qp_state == IB_QPS_RESET) {
-			spin_lock_irqsave(&qp->sq_lock, flags);
-			qp->sq_failed = false;
-			spin_unlock_irqrestore(&qp->sq_lock, flags);
-		}
-	}
+	if (reset)
+		rbond_qp_reset(qp);
 	rbond_mrail_qp_modified(qp, attr, attr_mask);
 out_unlock:
 	mutex_unlock(&bond->lock);
+	if (reset)
+		rbond_mrail_unlock(qp);
 	kfree(mattr);
 	if (!ret && (attr_mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTS)
 		rbond_mrail_wait_up(qp);
@@ -786,6 +849,123 @@ int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 
 /* --- completions (member CQ handlers, cq->lock held) ------------------- */
 
+/* Deliver the WQE at the head of the send queue, if it is done. */
+static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
+{
+	struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	struct ib_wc wc = { .qp = &qp->ibqp, .port_num = RBOND_PORT };
+
+	if (!(e->flags & RBOND_SWQE_DONE))
+		return false;
+	qp->sq_tail++;
+	if (e->flags & RBOND_SWQE_CHUNK) {
+		rbond_qp_fold_chunk(qp, e);
+		return true;
+	}
+	rbond_qp_unfold_chunks(qp, e);
+	/*
+	 * RC: after the first error every WQE completes flushed, also those
+	 * another rail had already carried.
+	 */
+	if (qp->sq_failed && e->status == IB_WC_SUCCESS) {
+		e->status = IB_WC_WR_FLUSH_ERR;
+		e->byte_len = 0;
+	} else if (!qp->sq_failed && e->status != IB_WC_SUCCESS) {
+		qp->sq_failed = true;
+		rbond_mrail_qp_failed(qp);
+	}
+	if (!(e->flags & RBOND_SWQE_SIGNALED) && e->status == IB_WC_SUCCESS)
+		return true;
+	wc.wr_id = e->wr_id;
+	wc.status = e->status;
+	wc.opcode = e->opcode;
+	wc.vendor_err = e->vendor_err;
+	wc.byte_len = e->byte_len;
+	*added |= rbond_cq_push(qp->scq, &wc);
+	return true;
+}
+
+/*
+ * Deliver the completed WQEs at the head of the send queue, in posting
+ * order, then post the WQEs that waited for them (multi-rail); again until
+ * neither makes progress: a waiting WQE whose post fails completes at once
+ * and must be delivered too.  scq->lock and sq_lock held.  True when a
+ * completion was added to the bond CQ.
+ */
+static bool rbond_qp_deliver(struct rbond_qp *qp)
+{
+	bool added = false;
+
+	do {
+		while (qp->sq_tail != qp->sq_head &&
+		       rbond_qp_deliver_one(qp, &added))
+			;
+	} while (rbond_mrail_drain(qp));
+	return added;
+}
+
+/*
+ * @rail's member QP is gone (rail removal, bond->lock held): its WQEs that
+ * had not completed (their completions, if any, were processed when the
+ * member was destroyed) never will.  As RC does on a broken connection,
+ * they complete with a flush error in posting order: the first of them is
+ * the QP's first error, everything after it flushes (rbond_qp_deliver) and
+ * the QP goes to error (rbond_mrail_qp_failed).
+ */
+static void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
+{
+	struct rbond_cq *cq = qp->scq;
+	bool added = false, found = false, notify, overflow;
+	unsigned long flags;
+	u32 s;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	spin_lock(&qp->sq_lock);
+	for (s = qp->sq_tail; s != qp->sq_head; s++) {
+		struct rbond_swqe *e = &qp->sq[s & (qp->sq_size - 1)];
+
+		if (e->rail != rail || (e->flags & RBOND_SWQE_DONE))
+			continue;
+		rbond_mrail_slot_done(qp, e);
+		e->status = IB_WC_WR_FLUSH_ERR;
+		e->vendor_err = 0;
+		e->flags |= RBOND_SWQE_DONE;
+		found = true;
+	}
+	if (found) {
+		ibdev_dbg(qp->ibqp.device,
+			  "QP 0x%x: WQEs on removed rail %u flushed\n",
+			  qp->ibqp.qp_num, rail);
+		added = rbond_qp_deliver(qp);
+	}
+	spin_unlock(&qp->sq_lock);
+	notify = added && cq->notify;
+	if (notify)
+		cq->notify = 0;
+	overflow = cq->overflow;
+	cq->overflow = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	rbond_cq_notify(cq, notify, overflow);
+}
+
+/*
+ * The post path completed a WQE itself, without posting it (the QP is in
+ * error: rbond_mrail_post_send): deliver it now, nothing else would.
+ * sq_post_lock held (interrupts off), sq_lock not.  The consumer is
+ * notified from the CQ's tasklet, never from inside post_send.
+ */
+void rbond_qp_deliver_posted(struct rbond_qp *qp)
+{
+	struct rbond_cq *cq = qp->scq;
+
+	spin_lock(&cq->lock);
+	spin_lock(&qp->sq_lock);
+	if (rbond_qp_deliver(qp) || cq->overflow)
+		rbond_cq_kick(cq);
+	spin_unlock(&qp->sq_lock);
+	spin_unlock(&cq->lock);
+}
+
 static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 			     const struct ib_wc *mwc, u32 seq)
 {
@@ -822,45 +1002,7 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 		}
 	}
 
-	/* Deliver in posting order. */
-	while (qp->sq_tail != qp->sq_head) {
-		e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-		if (!(e->flags & RBOND_SWQE_DONE))
-			break;
-		if (e->flags & RBOND_SWQE_CHUNK) {
-			rbond_qp_fold_chunk(qp, e);
-			qp->sq_tail++;
-			continue;
-		}
-		rbond_qp_unfold_chunks(qp, e);
-		/*
-		 * RC: after the first error every WQE completes flushed,
-		 * also those another rail had already carried.
-		 */
-		if (qp->sq_failed && e->status == IB_WC_SUCCESS) {
-			e->status = IB_WC_WR_FLUSH_ERR;
-			e->byte_len = 0;
-		} else if (!qp->sq_failed && e->status != IB_WC_SUCCESS) {
-			qp->sq_failed = true;
-			rbond_mrail_qp_failed(qp);
-		}
-		if ((e->flags & RBOND_SWQE_SIGNALED) ||
-		    e->status != IB_WC_SUCCESS) {
-			struct ib_wc wc = {
-				.wr_id = e->wr_id,
-				.status = e->status,
-				.opcode = e->opcode,
-				.vendor_err = e->vendor_err,
-				.byte_len = e->byte_len,
-				.qp = &qp->ibqp,
-				.port_num = RBOND_PORT,
-			};
-
-			added |= rbond_cq_push(qp->scq, &wc);
-		}
-		qp->sq_tail++;
-	}
-	rbond_mrail_drain(qp);
+	added = rbond_qp_deliver(qp);
 	spin_unlock(&qp->sq_lock);
 
 	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
@@ -881,8 +1023,13 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 			  qp->ibqp.qp_num);
 		return false;
 	}
-	/* One receive queue on the home rail: completes in order. */
-	WARN_ON_ONCE(seq != qp->rq_tail);
+	/*
+	 * One receive queue on the home rail: completes in order (RESET
+	 * drops what was outstanding: rbond_qp_reset).
+	 */
+	if (seq != qp->rq_tail)
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: receive %u completed, %u expected\n",
+			  qp->ibqp.qp_num, seq, qp->rq_tail);
 	wc.wr_id = qp->rq[seq & (qp->rq_size - 1)];
 	qp->rq_tail = seq + 1;
 	spin_unlock(&qp->rq_lock);

@@ -60,7 +60,7 @@ unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
 static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
 					 unsigned long allowed, u64 len)
 {
-	unsigned int i, k, best = s->home;
+	unsigned int i, k, best = __ffs(allowed);
 	u32 rate[RBOND_MAX_RAILS];
 	bool measured = true;
 	u64 ob, c, best_cost = U64_MAX;
@@ -88,25 +88,32 @@ static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
 	return best;
 }
 
-/* One rail of @allowed by the device's policy @pol for @len bytes. */
+/*
+ * One rail of @allowed by the device's policy @pol for @len bytes; only a
+ * rail that is up (a rail being removed left rails_up first), else
+ * RBOND_MAX_RAILS, which rbond_post_slot() refuses.
+ */
 unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
 			      unsigned long allowed, u64 len)
 {
-	unsigned int i, best = s->home, n = 0, k;
+	unsigned int i, best, n = 0, k;
 	u64 best_cost = U64_MAX;
 
 	allowed &= s->rails_up;
-	if (!allowed || allowed == BIT(s->home))
+	if (!allowed)
+		return RBOND_MAX_RAILS;
+	if (allowed == BIT(s->home))
 		return s->home;
+	best = __ffs(allowed);
 	switch (pol) {
 	case RBOND_POLICY_ACTIVE_BACKUP:
-		return s->home;
+		return allowed & BIT(s->home) ? s->home : __ffs(allowed);
 	case RBOND_POLICY_QP_HASH:
 		k = hash_32(s->qpn, 8) % hweight_long(allowed);
 		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS)
 			if (n++ == k)
 				return i;
-		return s->home;
+		return __ffs(allowed);
 	case RBOND_POLICY_ROUND_ROBIN:
 		for (k = 1; k <= RBOND_MAX_RAILS; k++) {
 			i = (s->rr + k) % RBOND_MAX_RAILS;
@@ -115,7 +122,7 @@ unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
 				return i;
 			}
 		}
-		return s->home;
+		return __ffs(allowed);
 	case RBOND_POLICY_WEIGHTED:
 		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
 			u64 c = div_u64(s->sbytes[i] << 4, s->weight[i] ?: 1);
@@ -204,7 +211,7 @@ unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 	if (relaxed)
 		same_unres = ord == RBOND_ORDER_RELAXED ||
 			     s->unres_rkey[cl - RBOND_CL_WRITE] == rkey;
-	allowed &= s->rails_up | BIT(s->home);
+	allowed &= s->rails_up;		/* the home rail too: it may be gone */
 	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS) {
 		busy_other = 0;
 		for (o = 0; o < RBOND_MAX_RAILS; o++) {
