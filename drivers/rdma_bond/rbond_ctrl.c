@@ -341,6 +341,12 @@ static void rbond_conn_fail(struct rbond_conn *conn, bool probe_failed)
 		rbond_conn_queue_down(conn);
 }
 
+/* Take a connection down as if the peer had disconnected (any context). */
+void rbond_ctrl_conn_kill(struct rbond_conn *conn)
+{
+	rbond_conn_fail(conn, false);
+}
+
 /* --- messages ------------------------------------------------------------- */
 
 int rbond_ctrl_send(struct rbond_conn *conn, struct rbond_msg *msg, u8 type,

@@ -1750,6 +1750,7 @@ struct rbond_invw_conn {
 	struct rbond_invw w;
 	struct rbond_conn *conn;
 	struct list_head link;
+	bool sent;
 };
 
 static void rbond_inval_one(struct rbond_conn *conn, void *arg)
@@ -1844,9 +1845,8 @@ void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr)
 	list_for_each_entry(wc, &a.waits, link) {
 		memset(&msg, 0, sizeof(msg));
 		msg.key.rkey = cpu_to_be32(mr->ibmr.rkey);
-		if (rbond_ctrl_send(wc->conn, &msg, RBOND_MSG_INVAL,
-				    RBOND_ST_OK))
-			wc->w.done = false;
+		wc->sent = !rbond_ctrl_send(wc->conn, &msg, RBOND_MSG_INVAL,
+					    RBOND_ST_OK);
 	}
 	wait_event_timeout(rbond_inval_wq, rbond_inval_all_done(&a.waits),
 			   RBOND_INVAL_TIMEOUT);
@@ -1857,6 +1857,14 @@ void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr)
 		if (!wc->w.done) {
 			atomic64_inc(&rbond_mstats.inval_timeouts);
 			rbond_force_error(bond, wc->conn);
+			/*
+			 * A live peer that does not acknowledge is not given
+			 * keys any more: with its connection dead, later
+			 * deregs force at once instead of waiting 2 s each.
+			 */
+			if (wc->sent &&
+			    READ_ONCE(wc->conn->state) == RBOND_CONN_UP)
+				rbond_ctrl_conn_kill(wc->conn);
 		}
 		rbond_conn_put(wc->conn);
 		kfree(wc);
