@@ -39,6 +39,8 @@ for i in $(seq "$runs"); do
 	fi
 	if [ -n "$seeds" ]; then seed=$(cut -d' ' -f"$i" <<< "$(echo $seeds)"); else seed=$(new_seed); fi
 	if [ -n "${FUZZ_CALLS:-}" ]; then lim="-n $FUZZ_CALLS"; else lim="-t $secs"; fi
+	# (a kernel panic kills the guest before the result line: name the seed first)
+	log "seed $seed: starting ($lim)"
 	mark=$(dmesg_mark)
 	s0=$(date +%s)
 	# -k: a fuzzer stuck in the kernel past its own watchdog is killed
@@ -59,8 +61,10 @@ for i in $(seq "$runs"); do
 		why="${why:+$why, }kernel log report"
 	fi
 	if [ -n "$why" ]; then
-		grep -E 'VIOLATION|reproduce' /tmp/fuzz.out | head -n 20 | sed 's/^/#   /'
-		tail -n 5 /tmp/fuzz.out | sed 's/^/#   /'
+		# the first violation with the calls before it, then the rest
+		sed -n '/^VIOLATION/,$p' /tmp/fuzz.out | head -n 60 | sed 's/^/#   /'
+		grep -E 'VIOLATION|reproduce' /tmp/fuzz.out | tail -n +2 | head -n 10 | sed 's/^/#   /'
+		tail -n 3 /tmp/fuzz.out | sed 's/^/#   /'
 		failed_seeds+=" $seed"
 		log_test 1 "rbond_fuzz seed $seed: $why (${dur}s; FUZZ_SEEDS=$seed reproduces)"
 		# the kernel may be unusable after a report: stop here
