@@ -14,7 +14,8 @@
 #      the victim pair (progs/rbond_hostile victim, 24 x 1 MiB relaxed
 #      WRITEs + SEND, every byte checked) completes and is striped;
 #   2. an unprivileged process on b (uid nobody) connects to the control
-#      port of every rail address of a: refused;
+#      port of every rail address of a: refused; it cannot bind a port
+#      below 1024 (EACCES from rdma_cm: the premise of the port check);
 #   3. 200 connection requests with bad private data: all refused, and
 #      host a has no more rdma_cm ids afterwards than before (a refused
 #      request leaves nothing behind).
@@ -100,6 +101,13 @@ else
 		[ $rc -eq 2 ]
 		log_test $? "unprivileged (uid 65534) connect to $(rail_ip "$r" a):18515 refused"
 	done
+	# the premise: rdma_cm does not let an unprivileged user bind port < 1024
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups \
+		timeout -k 5 60 "$H" probe -a "$(rail_ip 0 a)" \
+		-l "$(rail_ip 0 b)" -P 999 -V "$VER" 2>&1)
+	log "$out"
+	grep -q EACCES <<< "$out"
+	log_test $? "unprivileged bind of port 999: EACCES from rdma_cm"
 	out=$(timeout -k 5 60 "$H" probe -a "$(rail_ip 0 a)" -l "$(rail_ip 0 b)" \
 		-P 999 -V "$VER" 2>&1)
 	rc=$?
