@@ -127,7 +127,13 @@ struct xmr {
 	int access;
 };
 
-struct xcq { struct ibv_cq *cq; int c; uint32_t uid; int cqe; };
+struct xcq {
+	struct ibv_cq *cq;
+	int c;
+	uint32_t uid;
+	int cqe;
+	bool overrun;	/* reported IBV_EVENT_CQ_ERR: its contents are void */
+};
 
 struct xqp {
 	struct ibv_qp *qp;
@@ -201,7 +207,7 @@ static void viol(const char *fmt, ...)
 #define HIST 48
 static char hist[HIST][160];
 static unsigned int nhist;
-static bool hist_shown;
+static int hist_shown;
 
 static void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void vlog(const char *fmt, ...)
@@ -222,9 +228,9 @@ static void show_hist(void)
 {
 	unsigned int i = nhist > HIST ? nhist - HIST : 0;
 
-	if (hist_shown || verbose)
+	if (hist_shown >= 3 || verbose)
 		return;
-	hist_shown = true;
+	hist_shown++;
 	printf("# the last %u calls before it:\n", nhist - i);
 	for (; i < nhist; i++)
 		printf("%s\n", hist[i % HIST]);
@@ -250,6 +256,21 @@ struct winfo {
 
 static struct winfo *wi;
 static uint64_t nctr, wi_cap;
+
+/* why a WR was marked WF_MUSTFAIL (the last 256 such WRs) */
+static char mf_why[160];
+static struct { uint64_t ctr; char why[160]; } mfr[256];
+static unsigned int nmfr;
+
+static const char *mf_reason(uint64_t c)
+{
+	unsigned int i;
+
+	for (i = 0; i < 256; i++)
+		if (mfr[i].ctr == c && mfr[i].why[0])
+			return mfr[i].why;
+	return "?";
+}
 
 static uint8_t h8(uint64_t ctr, uint8_t tag)
 {
@@ -288,6 +309,11 @@ static uint64_t new_ctr(const struct xqp *q, bool recv, int op, uint32_t len,
 	w->st = WI_NONE;
 	w->op = (uint8_t)op;
 	w->flags = (recv ? WF_RECV : 0) | (mustfail ? WF_MUSTFAIL : 0);
+	if (mustfail) {
+		mfr[nmfr % 256].ctr = c;
+		memcpy(mfr[nmfr % 256].why, mf_why, sizeof(mf_why));
+		nmfr++;
+	}
 	return c;
 }
 
@@ -328,6 +354,8 @@ static int wc_op_of(int wr_op)
 	}
 }
 
+static bool cq_overran(const struct xcq *cq);
+
 static void check_wc(const struct xcq *cq, const struct ibv_wc *wc)
 {
 	uint8_t tag = wc->wr_id >> 56, h = (wc->wr_id >> 48) & 0xff;
@@ -366,6 +394,11 @@ static void check_wc(const struct xcq *cq, const struct ibv_wc *wc)
 		     wc->wr_id, ibv_wc_status_str(wc->status));
 		return;
 	}
+	if (w->st == WI_DONE && cq_overran(cq)) {
+		vlog("  (second completion for wr %" PRIu64 " on CQ #%u after its overrun)",
+		     c, cq->uid);
+		return;
+	}
 	if (w->st == WI_DONE) {
 		viol("second completion for wr_id 0x%" PRIx64 " (wr opcode %d, QP 0x%x): %s, the first was %s",
 		     wc->wr_id, w->op, wc->qp_num, ibv_wc_status_str(wc->status),
@@ -384,8 +417,8 @@ static void check_wc(const struct xcq *cq, const struct ibv_wc *wc)
 	if (wc->status == IBV_WC_SUCCESS) {
 		if ((w->flags & WF_MUSTFAIL) &&
 		    (!(w->flags & WF_RECV) || wc->byte_len))
-			viol("wr_id 0x%" PRIx64 " (opcode %d) used a key of another PD or an MR without the access it needs, and completed with success",
-			     wc->wr_id, w->op);
+			viol("wr_id 0x%" PRIx64 " (wr %" PRIu64 ", opcode %d, QP 0x%x) used a key of another PD or an MR without the access it needs, and completed with success: %s",
+			     wc->wr_id, c, w->op, w->qpn, mf_reason(c));
 		if (w->flags & WF_RECV) {
 			if (wc->opcode != IBV_WC_RECV &&
 			    wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM)
@@ -407,12 +440,12 @@ static void check_wc(const struct xcq *cq, const struct ibv_wc *wc)
 	if (!q)
 		return;
 	if (w->flags & WF_RECV) {
-		if (c < q->last_r && q->last_r)
+		if (c < q->last_r && q->last_r && !cq_overran(cq))
 			viol("receive completions out of order on QP 0x%x (wr %" PRIu64 " after %" PRIu64 ")",
 			     w->qpn, c, q->last_r);
 		q->last_r = c;
 	} else {
-		if (c < q->last_s && q->last_s)
+		if (c < q->last_s && q->last_s && !cq_overran(cq))
 			viol("send completions out of posting order on QP 0x%x (wr %" PRIu64 " after %" PRIu64 ")",
 			     w->qpn, c, q->last_s);
 		q->last_s = c;
@@ -629,6 +662,7 @@ static int op_create_cq(int c, bool sane)
 	C[k].c = c;
 	C[k].uid = next_uid++;
 	C[k].cqe = cqe;
+	C[k].overrun = false;
 	if (C[k].cq->cqe < cqe)
 		viol("create_cq(%d) granted %d entries", cqe, C[k].cq->cqe);
 	return k;
@@ -934,8 +968,13 @@ static void fill_sge(struct ibv_sge *s, int mode, int p, int side, int need,
 		s->length = pick_len(M[m].len - off);
 		s->lkey = M[m].mr->lkey;
 		if (s->length && M[m].side == side &&
-		    (mode == LK_OTHERPD || (need && (M[m].access & need) != need)))
+		    (mode == LK_OTHERPD || (need && (M[m].access & need) != need))) {
 			*mustfail = true;
+			snprintf(mf_why, sizeof(mf_why),
+				 "local SGE 0x%" PRIx64 "+%u lkey 0x%x: MR #%d of PD #%d (QP's PD #%d), access 0x%x, needs 0x%x",
+				 (uint64_t)s->addr, s->length, s->lkey, m, M[m].p, p,
+				 M[m].access, need);
+		}
 	} else {
 		s->addr = (uintptr_t)arena[side] + rn(ARENA);
 		s->length = pick_len(ARENA);
@@ -1046,11 +1085,16 @@ static void pick_remote(const struct xqp *q, int need, uint64_t *raddr,
 			off &= ~(size_t)63;
 		*raddr = (uintptr_t)M[m].addr + off;
 		*rkey = M[m].mr->rkey;
-		if (len && M[m].side == rs_side &&
-		    (mode == 1 || (M[m].access & need) != need))
-			*mustfail = true;
 		if (pct(3))
 			*raddr = (uintptr_t)M[m].addr + M[m].len - rn(16);
+		if (len && M[m].side == rs_side &&
+		    (mode == 1 || (M[m].access & need) != need)) {
+			*mustfail = true;
+			snprintf(mf_why, sizeof(mf_why),
+				 "remote 0x%" PRIx64 "+%u rkey 0x%x: MR #%d [0x%" PRIx64 "+%zu] of PD #%d (peer QP's PD #%d), access 0x%x, needs 0x%x",
+				 *raddr, len, *rkey, m, (uint64_t)(uintptr_t)M[m].addr,
+				 M[m].len, M[m].p, rp, M[m].access, need);
+		}
 	} else {
 		*raddr = (uintptr_t)arena[rs_side] + rn(ARENA);
 		*rkey = mode == 3 ? stale_key(rs_side) : mode == 5 ? 0 : (uint32_t)rnd();
@@ -1502,6 +1546,40 @@ static void op_poll(int k)
 	}
 }
 
+/* Read (and ack at once) the async events of context c. */
+static void async_events(int c)
+{
+	struct pollfd pf = { .fd = X[c].ctx->async_fd, .events = POLLIN };
+	int i;
+
+	while (poll(&pf, 1, 0) == 1) {
+		struct ibv_async_event ev;
+
+		CALL("get_async_event");
+		if (ibv_get_async_event(X[c].ctx, &ev))
+			break;
+		if ((unsigned int)ev.event_type > IBV_EVENT_WQ_FATAL)
+			viol("async event of type %d", ev.event_type);
+		vlog("async event %s", ibv_event_type_str(ev.event_type));
+		if (ev.event_type == IBV_EVENT_CQ_ERR)
+			for (i = 0; i < NCQ; i++)
+				if (C[i].cq && C[i].cq == ev.element.cq)
+					C[i].overrun = true;
+		ibv_ack_async_event(&ev);
+	}
+}
+
+/*
+ * A CQ that overran (more completions than entries) is in error: the verbs
+ * say nothing more about what it holds.  Read pending events first.
+ */
+static bool cq_overran(const struct xcq *cq)
+{
+	if (!is_child && !cq->overrun && X[cq->c].ctx)
+		async_events(cq->c);
+	return cq->overrun;
+}
+
 static void op_notify_and_events(void)
 {
 	int k = RAND(C, NULL), c;
@@ -1534,18 +1612,7 @@ static void op_notify_and_events(void)
 			ibv_ack_cq_events(cq, 1);
 		}
 	}
-	pf = (struct pollfd){ .fd = X[c].ctx->async_fd, .events = POLLIN };
-	while (poll(&pf, 1, 0) == 1) {
-		struct ibv_async_event ev;
-
-		CALL("get_async_event");
-		if (ibv_get_async_event(X[c].ctx, &ev))
-			break;
-		if ((unsigned int)ev.event_type > IBV_EVENT_WQ_FATAL)
-			viol("async event of type %d", ev.event_type);
-		vlog("async event %s", ibv_event_type_str(ev.event_type));
-		ibv_ack_async_event(&ev);
-	}
+	async_events(c);
 }
 
 /* ---- control ops -------------------------------------------------------- */
