@@ -3,10 +3,12 @@
 #
 # tools/debug-kernel/lane.sh - the debug-kernel lane: build the debug kernel
 # if needed (build.sh), build the module against it in a copy of the work
-# tree, prove the debug tools work (rbond_inject self-checks), then run the
-# selftests that matter most on it.  Prints "N passed, N failed, N skipped".
+# tree, prove the debug tools work (rbond_inject self-checks), run the verbs
+# fuzzer for a fixed time budget, then the selftests that matter most on
+# it.  Prints "N passed, N failed, N skipped".
 #
-#   tools/debug-kernel/lane.sh [--no-self-check] [--self-check-only] [TEST...]
+#   tools/debug-kernel/lane.sh [--no-self-check] [--self-check-only]
+#                              [--no-fuzz] [--fuzz-only] [TEST...]
 #
 # TEST...: selftests to run (default $RBOND_LANE_TESTS, else the list below,
 # those that exist).  The copy lives in $REPO/.vm/lane-src (inside the work
@@ -17,6 +19,17 @@
 # under selftests/run.sh, RBOND_INJECT=uaf|sleep|leak|abba); each must make
 # the suite fail AND show its tool's report.  bug=none runs first in the main
 # suite and must pass.
+#
+# Fuzzer: one guest runs selftests/test_fuzz.sh with random seeds of
+# RBOND_LANE_FUZZ_SECS (45) s each until RBOND_LANE_FUZZ_BUDGET (360) s are
+# used; any violation or kernel report fails the lane and names the seed
+# (FUZZ_SEEDS=SEED in RBOND_LANE_FUZZ_SEEDS replays it).
+#
+# RBOND_LANE_DEADLINE (epoch seconds; tools/run-tests.sh sets it so that the
+# stock-kernel suites still fit CI's budget): the lane trims itself to end
+# by then -- the fuzz budget shrinks (down to one seed), and the suite subset
+# runs only if its measured cost (RBOND_LANE_SUITE_EST, 900 s) still fits;
+# what does not fit is reported as skipped.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -25,17 +38,21 @@ export RBOND_CACHE
 # test_multirail runs its conformance part only (MR_BW=0).
 DEFAULT_TESTS="test_rbond_link test_rbond_lifecycle test_rbond_ktest test_provider_verify test_multirail"
 
-self_check=1 suite=1
+self_check=1 suite=1 fuzz=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--no-self-check) self_check=0; shift ;;
-	--self-check-only) suite=0; shift ;;
-	-h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+	--self-check-only) suite=0; fuzz=0; shift ;;
+	--no-fuzz) fuzz=0; shift ;;
+	--fuzz-only) self_check=0; suite=0; fuzz=1; shift ;;
+	-h|--help) sed -n '3,35p' "$0"; exit 0 ;;
 	--) shift; break ;;
-	-*) echo "usage: $0 [--no-self-check] [--self-check-only] [TEST...]"; exit 2 ;;
+	-*) echo "usage: $0 [--no-self-check] [--self-check-only] [--no-fuzz] [--fuzz-only] [TEST...]"; exit 2 ;;
 	*) break ;;
 	esac
 done
+deadline=${RBOND_LANE_DEADLINE:-0}
+left() { if [ "$deadline" -gt 0 ]; then echo $(( deadline - $(date +%s) )); else echo 999999; fi; }
 t0=$(date +%s)
 pass=0 failn=0 skipn=0
 ok() { echo "ok - debug: $*"; pass=$((pass + 1)); }
@@ -47,9 +64,31 @@ finish() {
 	exit
 }
 
-# 1. The debug kernel (a no-op when current).
+# 1. The debug kernel (a no-op when current).  With a deadline, a build
+# that would leave less than RBOND_LANE_MIN_S (600 s: module build,
+# self-checks, one fuzz seed) is stopped; its tree stays in the cache and
+# the next run continues it incrementally.
 b0=$(date +%s)
-if ! kver=$("$HERE/build.sh" | tail -n1) || [ -z "$kver" ]; then
+bt=()
+if [ "$deadline" -gt 0 ]; then
+	blimit=$(( $(left) - ${RBOND_LANE_MIN_S:-600} ))
+	if [ "$blimit" -le 0 ]; then
+		echo "ok - debug: lane # SKIP $(left) s left before the deadline"
+		skipn=$((skipn + 1)); finish
+	fi
+	bt=(timeout -k 30 "$blimit")
+fi
+bout=$(mktemp)
+"${bt[@]}" "$HERE/build.sh" > "$bout"
+brc=$?
+kver=$(tail -n1 "$bout")
+rm -f "$bout"
+if [ $brc -eq 124 ] || [ $brc -eq 137 ]; then
+	echo "ok - debug: lane # SKIP the debug kernel build did not finish in the ${blimit} s" \
+		"left before the deadline (the tree is kept: the next run continues it)"
+	skipn=$((skipn + 1)); finish
+fi
+if [ $brc -ne 0 ] || [ -z "$kver" ]; then
 	notok "build the debug kernel"; finish
 fi
 echo "# debug kernel $kver ready in $(( $(date +%s) - b0 )) s (its last (re)build took $(cat "$RBOND_CACHE/kernels/$kver/build-seconds" 2>/dev/null) s)"
@@ -115,7 +154,51 @@ if [ $self_check = 1 ]; then
 	done
 fi
 
-# 5. The suite on the debug kernel.
+# 5. The verbs fuzzer: random seeds in a fixed budget, one guest.
+suite_est=${RBOND_LANE_SUITE_EST:-900}
+if [ $fuzz = 1 ]; then
+	fsecs=${RBOND_LANE_FUZZ_SECS:-45}
+	fbudget=${RBOND_LANE_FUZZ_BUDGET:-360}
+	# The guest's boot, topology and module install cost ~2 min here:
+	# keep them and the suite subset (when it is to run) inside the deadline.
+	room=$(( $(left) - 150 - (suite ? suite_est : 0) ))
+	[ "$room" -lt "$fbudget" ] && [ $suite = 1 ] && room=$(( $(left) - 150 ))
+	[ "$room" -lt "$fbudget" ] && fbudget=$room
+	if [ "$fbudget" -lt "$fsecs" ]; then
+		echo "ok - debug: verbs fuzzer # SKIP $(left) s left before the deadline"
+		skipn=$((skipn + 1))
+	else
+		out=$(mktemp)
+		s0=$(date +%s)
+		echo "# --- verbs fuzzer on $kver: ${fbudget} s budget, ${fsecs} s per seed ---"
+		fenv=(--env FUZZ_BUDGET="$fbudget" --env FUZZ_SECS="$fsecs" --env FUZZ_RUNS=10000)
+		[ -n "${RBOND_LANE_FUZZ_SEEDS:-}" ] && fenv+=(--env FUZZ_SEEDS="$RBOND_LANE_FUZZ_SEEDS")
+		vmrun --timeout $((fbudget + 1200)) "${fenv[@]}" \
+			--env RBOND_TEST_TIMEOUT=$((fbudget + 900)) \
+			-- selftests/run.sh -t loop test_fuzz.sh 2>&1 | tee "$out"
+		fsum=$(grep -oE '# fuzz: [0-9]+ seeds.*' "$out" | tail -n1)
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n1)
+		last=$(grep -oE 'seed [0-9]+: starting' "$out" | tail -n1 | cut -d' ' -f2)
+		fsecs_took=$(( $(date +%s) - s0 ))
+		if [ "$line" = "1 passed, 0 failed, 0 skipped" ] &&
+		   ! grep -q 'guest kernel log has a failure report' "$out"; then
+			ok "verbs fuzzer: ${fsum#\# fuzz: } (guest ${fsecs_took} s)"
+		elif [ "$line" = "0 passed, 0 failed, 1 skipped" ]; then
+			echo "ok - debug: verbs fuzzer # SKIP (see above)"; skipn=$((skipn + 1))
+		else
+			notok "verbs fuzzer: failed on seed ${last:-?} (RBOND_LANE_FUZZ_SEEDS=${last:-?} or, stock kernel, FUZZ_SEEDS=${last:-?} selftests/run.sh test_fuzz.sh replays it); ${fsum:-no summary (guest died?)}, guest ${fsecs_took} s"
+		fi
+		echo "# debug fuzz took $fsecs_took s"
+		rm -f "$out"
+	fi
+fi
+
+# 6. The suite on the debug kernel.
+if [ $suite = 1 ] && [ "$(left)" -lt "$suite_est" ]; then
+	echo "ok - debug: selftest subset # SKIP $(left) s left before the deadline, it takes ~${suite_est} s"
+	skipn=$((skipn + 1))
+	suite=0
+fi
 if [ $suite = 1 ]; then
 	tests=("$@")
 	if [ ${#tests[@]} -eq 0 ]; then
