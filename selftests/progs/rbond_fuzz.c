@@ -1560,11 +1560,17 @@ static void async_events(int c)
 			break;
 		if ((unsigned int)ev.event_type > IBV_EVENT_WQ_FATAL)
 			viol("async event of type %d", ev.event_type);
-		vlog("async event %s", ibv_event_type_str(ev.event_type));
-		if (ev.event_type == IBV_EVENT_CQ_ERR)
+		if (ev.event_type == IBV_EVENT_CQ_ERR) {
 			for (i = 0; i < NCQ; i++)
 				if (C[i].cq && C[i].cq == ev.element.cq)
-					C[i].overrun = true;
+					break;
+			if (i < NCQ)
+				C[i].overrun = true;
+			vlog("async event %s: cq %d", ibv_event_type_str(ev.event_type),
+			     i < NCQ ? i : -1);
+		} else {
+			vlog("async event %s", ibv_event_type_str(ev.event_type));
+		}
 		ibv_ack_async_event(&ev);
 	}
 }
