@@ -18,7 +18,9 @@
 #      below 1024 (EACCES from rdma_cm: the premise of the port check);
 #   3. 200 connection requests with bad private data: all refused, and
 #      host a has no more rdma_cm ids afterwards than before (a refused
-#      request leaves nothing behind).
+#      request leaves nothing behind);
+#   4. 24 control connections held at once from b's address: at most 16
+#      accepted (the per-address bound), the rest refused.
 # RBOND_HOSTILE_PROTO=1 makes the hostile programs speak the old (version 1)
 # wire format, to run this test against the module before the fixes.
 #
@@ -122,6 +124,14 @@ else
 	log_test $rc "200 requests with bad private data refused"
 	pair_put flood_done 1
 	pair_get ids_checked 120 >/dev/null
+	# 4. a peer address cannot hold more than 16 control connections
+	out=$(timeout -k 5 600 "$H" cap -a "$(rail_ip 0 a)" -l "$(rail_ip 0 b)" \
+		-P 900 -n 24 -V "$VER" 2>&1)
+	log "$out"
+	acc=$(sed -n 's/.*: \([0-9]*\) accepted, \([0-9]*\) refused.*/\1/p' <<< "$out" | tail -n1)
+	ref=$(sed -n 's/.*: \([0-9]*\) accepted, \([0-9]*\) refused.*/\2/p' <<< "$out" | tail -n1)
+	[ -n "$acc" ] && [ "$acc" -ge 1 ] && [ "$acc" -le 16 ] && [ $((acc + ref)) -eq 24 ]
+	log_test $? "24 connections at once from one address: at most 16 accepted ($acc), the rest refused"
 fi
 pair_sync done 600
 exit $ret

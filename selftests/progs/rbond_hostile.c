@@ -8,6 +8,9 @@
  *       accepted, 2 if it was refused, 1 on any other outcome.
  *   rbond_hostile flood  -a ADDR [-l LOCAL] -n N
  *       N requests with bad private data; exit 0 if every one was refused.
+ *   rbond_hostile cap    -a ADDR [-l LOCAL] -P SPORT -n N
+ *       N connections held at once from ports SPORT..SPORT+N-1 (root);
+ *       prints how many were accepted and refused.
  *   rbond_hostile forge  -a ADDR -l LOCAL -P SPORT [-V VER] -F DIR
  *       connects from a privileged port (root), waits for DIR/qpns (written
  *       by the victim server on this host), then sprays forged QP_RSPs at
@@ -452,6 +455,35 @@ static int do_flood(void)
 	printf("flood %s: %d requests with bad private data, %d refused, %d otherwise\n",
 	       opt.addr, opt.n, refused, other);
 	return refused == opt.n ? 0 : 1;
+}
+
+/* N connections at once from ports SPORT.. (root): how many are accepted? */
+static int do_cap(void)
+{
+	int i, acc = 0, ref = 0, other = 0, base = opt.sport;
+	struct cconn *c = calloc(opt.n, sizeof(*c));
+	const char *why;
+
+	if (!c)
+		return 1;
+	for (i = 0; i < opt.n; i++) {
+		int r;
+
+		opt.sport = base + i;
+		r = cc_connect(&c[i], true, &why);
+		if (r == 0)
+			acc++;
+		else if (r == 2)
+			ref++;
+		else if (!other++)
+			diag("connection %d: %s", i, why);
+	}
+	printf("cap %s: %d connections at once from ports %d..%d: %d accepted, %d refused, %d otherwise\n",
+	       opt.addr, opt.n, base, base + opt.n - 1, acc, ref, other);
+	for (i = 0; i < opt.n; i++)
+		cc_close(&c[i]);
+	free(c);
+	return 0;
 }
 
 /* --- forge ----------------------------------------------------------------- */
@@ -954,6 +986,8 @@ int main(int argc, char **argv)
 		return do_probe();
 	if (!strcmp(mode, "flood") && opt.addr)
 		return do_flood();
+	if (!strcmp(mode, "cap") && opt.addr && opt.sport)
+		return do_cap();
 	if (!strcmp(mode, "forge") && opt.addr && opt.dir)
 		return do_forge();
 	if (!strcmp(mode, "victim") && opt.dev && opt.dir)
