@@ -183,9 +183,12 @@ fi
 
 if want d1; then
 rc=0
-start_load 120 || rc=1
+start_load 240 || rc=1	# still posting when rmmod comes (start_load waits)
 log "$(date +%T) rmmod"
+t0=$(date +%s)
 timeout 120 rmmod rdma_bond || { log "rmmod failed or hung"; rc=1; }
+# not waiting for the processes to end on their own (they post for 240 s)
+[ $(($(date +%s) - t0)) -lt 60 ] || { log "rmmod took $(($(date +%s) - t0)) s"; rc=1; }
 lsmod | grep -q '^rdma_bond' && { log "rdma_bond still loaded"; rc=1; }
 wait_pid $CPID 60; crc=$?
 wait_pid $SPID 60; src=$?
