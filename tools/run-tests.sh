@@ -11,7 +11,7 @@
 #
 # CI gives a run RBOND_CI_MIN (90) minutes on 2 cores.  The debug lane goes
 # first (on a fresh machine its kernel build alone is ~16 min) but must end
-# RBOND_SUITES_MIN (30) minutes before that budget runs out: the loop and
+# RBOND_SUITES_MIN (40) minutes before that budget runs out: the loop and
 # pair suites and the harness check (~26 min, Documentation/testing.rst)
 # come after it.  RBOND_DEBUG_LANE=0 skips the lane, =force runs it whole
 # without a deadline.
@@ -119,7 +119,7 @@ for topo in $topos; do
 		# continues that build from the cache).
 		echo "# --- debug-kernel lane (tools/debug-kernel/lane.sh), $(( ($(date +%s) - t0) / 60 )) min elapsed ---"
 		ci=${RBOND_CI_MIN:-90}
-		deadline=$(( t0 + (ci - ${RBOND_SUITES_MIN:-30}) * 60 ))
+		deadline=$(( t0 + (ci - ${RBOND_SUITES_MIN:-40}) * 60 ))
 		if [ "$dbg" = 0 ]; then
 			echo "ok - debug-kernel lane # SKIP RBOND_DEBUG_LANE=0"; skipn=$((skipn + 1))
 		else
