@@ -2243,16 +2243,16 @@ static void on_alarm(int sig)
 	_exit(3);
 }
 
-static void on_crash(int sig)
+static void on_crash(int sig, siginfo_t *si, void *uc)
 {
 	char b[256];
 	int n;
 
-	n = snprintf(b, sizeof(b), "VIOLATION%s (seed %" PRIu64 "): fuzzer crashed (signal %d) in call %" PRIu64 " (%s)\n",
-		     is_child ? " in child" : "", seed, sig, calls, cur_op);
+	(void)uc;
+	n = snprintf(b, sizeof(b), "VIOLATION%s (seed %" PRIu64 "): fuzzer crashed (signal %d, address %p) in call %" PRIu64 " (%s)\n",
+		     is_child ? " in child" : "", seed, sig, si->si_addr, calls, cur_op);
 	if (write(1, b, n) < 0)
 		_exit(4);
-	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
@@ -2308,10 +2308,15 @@ int main(int argc, char **argv)
 	no_cleanup = (seed % 3) == 0;
 
 	signal(SIGALRM, on_alarm);
-	signal(SIGSEGV, on_crash);
-	signal(SIGBUS, on_crash);
-	signal(SIGABRT, on_crash);
-	signal(SIGFPE, on_crash);
+	{
+		struct sigaction sa = { .sa_sigaction = on_crash,
+					.sa_flags = SA_SIGINFO | SA_RESETHAND };
+
+		sigaction(SIGSEGV, &sa, NULL);
+		sigaction(SIGBUS, &sa, NULL);
+		sigaction(SIGABRT, &sa, NULL);
+		sigaction(SIGFPE, &sa, NULL);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	alarm((unsigned int)(secs ? secs : 600) + 300);
 
