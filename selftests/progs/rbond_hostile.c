@@ -608,15 +608,20 @@ static int do_forge(void)
 	FILE *f;
 	int r, i;
 
+	/*
+	 * Host a listens on its rail addresses from its first multi-rail QP
+	 * on: connect once the victim pair exists (the victim server waits
+	 * for "go" before RTR, so the attack window is still open).
+	 */
+	if (!file_wait(opt.dir, "qpns", 120)) {
+		tap_ok(false, "victim QPNs (%s/qpns)", opt.dir);
+		return 1;
+	}
 	r = cc_connect(&c, true, &why);
 	tap_ok(r == 0, "root, privileged port %d, version %d: connected (%s)",
 	       opt.sport, ver, why);
 	if (r)
 		return 1;
-	if (!file_wait(opt.dir, "qpns", 120)) {
-		tap_ok(false, "victim QPNs (%s/qpns)", opt.dir);
-		return 1;
-	}
 	snprintf(p, sizeof(p), "%s/qpns", opt.dir);
 	f = fopen(p, "r");
 	if (!f || fscanf(f, "%x %x %x %x", &qa, &qb, &rkey, &rkey2) != 4) {
