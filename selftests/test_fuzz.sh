@@ -18,7 +18,9 @@
 # FUZZ_RUNS (3) random seeds.  FUZZ_SECS (20): seconds per seed;
 # FUZZ_BUDGET (seconds, 0 = none): stop starting new seeds after this long
 # (the debug lane runs many seeds in a fixed budget).  FUZZ_CALLS: -n CALLS
-# instead of -t (exact replay of a seed's call count).
+# instead of -t (exact replay of a seed's call count).  FUZZ_VERBOSE=1: every
+# call and completion (-v); FUZZ_KEEP=DIR: each seed's whole output is kept
+# as DIR/fuzz-SEED.out (the work tree is writable from the guest).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/progs/lib_provider.sh"
 prov_require
@@ -46,8 +48,10 @@ for i in $(seq "$runs"); do
 	s0=$(date +%s)
 	# -k: a fuzzer stuck in the kernel past its own watchdog is killed
 	timeout -k 10 $(( secs + 420 )) "$PROGS/rbond_fuzz" -d rbond0 -D rbond1 \
-		-u "$RBOND_QP_TIMEOUT" -s "$seed" $lim > /tmp/fuzz.out 2>&1
+		-u "$RBOND_QP_TIMEOUT" -s "$seed" $lim ${FUZZ_VERBOSE:+-v} \
+		> /tmp/fuzz.out 2>&1
 	rc=$?
+	[ -n "${FUZZ_KEEP:-}" ] && cp /tmp/fuzz.out "$FUZZ_KEEP/fuzz-$seed.out"
 	dur=$(( $(date +%s) - s0 ))
 	sum=$(grep -E '^# seed [0-9]+: ' /tmp/fuzz.out | tail -n1)
 	calls=$(sed -n 's/.*: \([0-9]*\) calls .*/\1/p' <<< "$sum")
