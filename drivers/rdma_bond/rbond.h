@@ -39,6 +39,8 @@
  * a member would take.
  */
 #define RBOND_MAX_INLINE	512
+/* Bytes per WQE (the sum of its SGEs): refused beyond, at post time. */
+#define RBOND_MAX_MSG_SZ	0x80000000ULL
 #define RBOND_MAX_CQE		(64 * 1024 - 1)
 #define RBOND_MAX_QP_WR		(16 * 1024)
 #define RBOND_QP_ID_MAX		0x7fffffff
@@ -208,6 +210,8 @@ struct rbond_qp {
 	u32 sq_size;			/* power of two */
 	u32 sq_head;
 	u32 sq_tail;
+	/* application WQEs in [sq_tail, sq_head): at most cap.max_send_wr */
+	u32 sq_wqes;
 	bool sq_failed;			/* error delivered: the rest flush */
 	/* chunks delivered ahead of their WQE's last chunk (sq_lock) */
 	u32 chunk_bytes;
@@ -338,6 +342,7 @@ int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		   u8 wc_opcode, u8 rail, u64 bytes);
+void rbond_sq_unalloc(struct rbond_qp *qp);
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 const struct ib_wc *mwc);
 void rbond_qp_deliver_posted(struct rbond_qp *qp);

@@ -196,7 +196,7 @@ static int rbond_query_port(struct ib_device *ibdev, u32 port,
 	attr->active_mtu = IB_MTU_256;
 	attr->gid_tbl_len = bond->gid_tbl_len;
 	attr->pkey_tbl_len = 1;
-	attr->max_msg_sz = 0x80000000;
+	attr->max_msg_sz = RBOND_MAX_MSG_SZ;
 	attr->port_cap_flags = 0;
 	attr->max_vl_num = 1;
 

@@ -440,16 +440,18 @@ void rbond_mrail_unlock(struct rbond_qp *qp)
  * (maybe to another peer) renegotiates from scratch - new members, new
  * control connection, nothing of the old peer's.
  */
-void rbond_mrail_qp_reset(struct rbond_qp *qp)
+/*
+ * RESET, the send queue's part (sq_post_lock and sq_lock held, the shadow
+ * queue just emptied): back to the home rail, nothing waiting, nothing in
+ * flight.
+ */
+void rbond_mrail_qp_reset_sq(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
-	struct rbond_conn *conn, *req_conn;
-	unsigned long flags;
-	unsigned int i;
 
+	lockdep_assert_held(&qp->sq_lock);
 	if (!mq)
 		return;
-	spin_lock_irqsave(&qp->sq_lock, flags);
 	WRITE_ONCE(mq->up, false);
 	mq->want_up = false;
 	mq->pend_tail = mq->pend_head;
@@ -457,7 +459,18 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	mq->s.rails_up = 0;
 	memset(mq->s.inflight_cl, 0, sizeof(mq->s.inflight_cl));
 	memset(mq->s.rd_inflight, 0, sizeof(mq->s.rd_inflight));
-	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}
+
+/* RESET, the rest (after rbond_mrail_qp_reset_sq, no spinlock held). */
+void rbond_mrail_qp_reset(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct rbond_conn *conn, *req_conn, *rsp_conn;
+	unsigned long flags;
+	unsigned int i;
+
+	if (!mq)
+		return;
 
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct rbond_member_qp *m = &mq->m[i];
@@ -485,9 +498,16 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	mq->rsp_pending = false;
 	req_conn = mq->req_conn;
 	mq->req_conn = NULL;
+	rsp_conn = mq->rsp_conn;
+	mq->rsp_conn = NULL;
+	/* a new connection, new nonces: the old peer's echo is void */
+	mq->have_peer_nonce = false;
+	memset(mq->peer_nonce, 0, sizeof(mq->peer_nonce));
+	get_random_bytes(mq->nonce, sizeof(mq->nonce));
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
 	rbond_conn_put(conn);
 	rbond_conn_put(req_conn);
+	rbond_conn_put(rsp_conn);
 }
 
 /* Before destroy: nothing of ours may touch the QP afterwards. */
@@ -2048,8 +2068,10 @@ static u32 rbond_alloc_slot(struct rbond_qp *qp, const struct ib_send_wr *wr,
 {
 	u32 seq = rbond_sq_alloc(qp, wr, wc_opcode, RBOND_RAIL_PEND, bytes);
 
-	if (!app_visible)
+	if (!app_visible) {
 		qp->sq[seq & (qp->sq_size - 1)].flags = RBOND_SWQE_CHUNK;
+		qp->sq_wqes--;
+	}
 	return seq;
 }
 
@@ -2122,7 +2144,8 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 
 	spin_lock(&qp->sq_lock);
 	free = qp->slot_cap - (qp->sq_head - qp->sq_tail);
-	if (!free) {
+	/* what the application was granted, whatever room chunks leave */
+	if (!free || qp->sq_wqes >= qp->cap.max_send_wr) {
 		ret = -ENOMEM;
 		goto out_unlock;
 	}
@@ -2179,10 +2202,10 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		rbond_sched_rd_free(&mq->s, ok, wr->opcode, rd_max, &room);
 		nchunks = clamp(room, 1U, nchunks);
 	}
-	len = DIV_ROUND_UP_ULL(bytes, nchunks);
+	len = DIV64_U64_ROUND_UP(bytes, nchunks);
 	/* as many chunks as len takes: none empty, off < bytes */
 	if (len)
-		nchunks = DIV_ROUND_UP_ULL(bytes, len);
+		nchunks = DIV64_U64_ROUND_UP(bytes, len);
 	for (k = 0, off = 0; k < nchunks; k++, off += len) {
 		u64 l = min(len, bytes - off);
 
@@ -2196,7 +2219,7 @@ int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		ret = rbond_post_slot(mq, p, seq, rail, off, l,
 				      have_keys ? rkeys : NULL, cl);
 		if (ret) {
-			qp->sq_head--;
+			rbond_sq_unalloc(qp);
 			if (!k)
 				goto out_unlock;
 			/* Later chunk: report it as an error completion. */

@@ -23,6 +23,7 @@ void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 void rbond_mrail_qp_destroy(struct rbond_qp *qp);
 void rbond_mrail_lock(struct rbond_qp *qp);
 void rbond_mrail_unlock(struct rbond_qp *qp);
+void rbond_mrail_qp_reset_sq(struct rbond_qp *qp);
 void rbond_mrail_qp_reset(struct rbond_qp *qp);
 void rbond_mrail_qp_free(struct rbond_qp *qp);
 void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);

@@ -223,6 +223,7 @@ static void rbond_qp_flush(struct rbond_qp *qp)
 			rbond_qp_fold_chunk(qp, e);
 			continue;
 		}
+		qp->sq_wqes--;
 		rbond_qp_unfold_chunks(qp, e);
 		if ((e->flags & RBOND_SWQE_DONE) &&
 		    e->status == IB_WC_SUCCESS &&
@@ -368,22 +369,33 @@ static void rbond_qp_reset(struct rbond_qp *qp)
 	unsigned long flags;
 	unsigned int i;
 
-	spin_lock_irqsave(&qp->sq_lock, flags);
+	/*
+	 * Under the post locks: a post racing the RESET (another thread)
+	 * must neither undo a slot dropped here nor account a WQE between
+	 * the drop and the scheduler's reset.
+	 */
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	spin_lock(&qp->sq_lock);
 	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
 		struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 
 		if (!(e->flags & RBOND_SWQE_DONE))
 			rbond_mrail_slot_done(qp, e);	/* rails' accounting */
 	}
+	qp->sq_wqes = 0;
 	qp->chunk_bytes = 0;
 	qp->chunk_status = IB_WC_SUCCESS;
 	qp->chunk_vendor_err = 0;
 	qp->sq_failed = false;
-	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	rbond_mrail_qp_reset_sq(qp);
+	spin_unlock(&qp->sq_lock);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
 
-	spin_lock_irqsave(&qp->rq_lock, flags);
+	spin_lock_irqsave(&qp->rq_post_lock, flags);
+	spin_lock(&qp->rq_lock);
 	qp->rq_tail = qp->rq_head;
-	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	spin_unlock(&qp->rq_lock);
+	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
 
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		if (i != qp->home)
@@ -567,6 +579,8 @@ u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	u32 seq = qp->sq_head++;
 	struct rbond_swqe *e = &qp->sq[seq & (qp->sq_size - 1)];
 
+	lockdep_assert_held(&qp->sq_lock);
+	qp->sq_wqes++;		/* until made a chunk (rbond_alloc_slot) */
 	e->wr_id = wr->wr_id;
 	e->opcode = wc_opcode;
 	e->rail = rail;
@@ -576,6 +590,15 @@ u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	e->flags = (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED)) ?
 		   RBOND_SWQE_SIGNALED : 0;
 	return seq;
+}
+
+/* Take back the slot rbond_sq_alloc() gave last (its post failed). */
+void rbond_sq_unalloc(struct rbond_qp *qp)
+{
+	lockdep_assert_held(&qp->sq_lock);
+	qp->sq_head--;
+	if (!(qp->sq[qp->sq_head & (qp->sq_size - 1)].flags & RBOND_SWQE_CHUNK))
+		qp->sq_wqes--;
 }
 
 /* IB_SEND_INLINE applies to the opcodes that carry data; others ignore it. */
@@ -656,7 +679,7 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	u8 wc_opcode;
 	u64 bytes = 0;
 	u32 seq;
-	int ret;
+	int i, ret;
 
 	switch (wr->opcode) {
 	case IB_WR_SEND:
@@ -696,6 +719,16 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 			  qp->ibqp.qp_num, wr->num_sge);
 		return -EINVAL;
 	}
+	if (!isge) {
+		for (i = 0; i < wr->num_sge; i++)
+			bytes += wr->sg_list[i].length;
+		if (bytes > RBOND_MAX_MSG_SZ) {
+			ibdev_dbg(&bond->ibdev, "QP 0x%x: %llu bytes in one WQE\n",
+				  qp->ibqp.qp_num, bytes);
+			return -EINVAL;
+		}
+		bytes = 0;
+	}
 
 	if (rbond_mrail_active(qp))
 		return rbond_mrail_post_send(qp, wr, wc_opcode, isge);
@@ -721,7 +754,8 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	mwr.send.sg_list = sge;
 
 	spin_lock(&qp->sq_lock);
-	if (qp->sq_head - qp->sq_tail >= qp->cap.max_send_wr) {
+	if (qp->sq_wqes >= qp->cap.max_send_wr ||
+	    qp->sq_head - qp->sq_tail >= qp->slot_cap) {
 		spin_unlock(&qp->sq_lock);
 		return -ENOMEM;
 	}
@@ -734,10 +768,10 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	mwr.send.wr_id = rbond_wrid(qp, false, seq);
 	ret = ib_post_send(mqp, &mwr.send, &bad);
 	if (ret) {
-		/* Nothing after us: the post lock is held. */
+		/* Nothing after us: the post lock is held (RESET takes it). */
 		spin_lock(&qp->sq_lock);
 		rbond_mrail_slot_done(qp, e);	/* undo account_old */
-		qp->sq_head--;
+		rbond_sq_unalloc(qp);
 		spin_unlock(&qp->sq_lock);
 		return ret;
 	}
@@ -862,6 +896,7 @@ static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
 		rbond_qp_fold_chunk(qp, e);
 		return true;
 	}
+	qp->sq_wqes--;
 	rbond_qp_unfold_chunks(qp, e);
 	/*
 	 * RC: after the first error every WQE completes flushed, also those
