@@ -35,8 +35,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 RBOND_CACHE=${RBOND_CACHE:-/var/tmp/rdma_bond-cache}
 export RBOND_CACHE
-# test_multirail runs its conformance part only (MR_BW=0).
-DEFAULT_TESTS="test_rbond_link test_rbond_lifecycle test_rbond_ktest test_provider_verify test_multirail"
+# Measured on the debug kernel (2-core host, 2026-12-01): link 325 s,
+# lifecycle 257 s, ktest 258 s, verify 266 s (bond <-> bond striped over
+# both rails); test_multirail (conformance part only, MR_BW=0) needs more
+# than 600 s more and did not fit the guest's 1800 s: it runs when named
+# (RBOND_LANE_TESTS, or arguments), not by default.
+DEFAULT_TESTS="test_rbond_link test_rbond_lifecycle test_rbond_ktest test_provider_verify"
 
 # The fuzz step is off unless RBOND_LANE_FUZZ=1 or --fuzz-only: on the
 # current tree it still finds open bugs (Documentation/testing.rst, "What it
@@ -158,7 +162,7 @@ if [ $self_check = 1 ]; then
 fi
 
 # 5. The verbs fuzzer: random seeds in a fixed budget, one guest.
-suite_est=${RBOND_LANE_SUITE_EST:-900}
+suite_est=${RBOND_LANE_SUITE_EST:-1300}
 if [ $fuzz = 1 ]; then
 	fsecs=${RBOND_LANE_FUZZ_SECS:-45}
 	fbudget=${RBOND_LANE_FUZZ_BUDGET:-360}
@@ -213,7 +217,10 @@ if [ $suite = 1 ]; then
 	out=$(mktemp)
 	s0=$(date +%s)
 	echo "# --- selftests on the debug kernel $kver: ${tests[*]} ---"
-	vmrun --timeout "${RBOND_LANE_TIMEOUT:-1800}" --env RBOND_INJECT=none --env MR_BW=0 \
+	# never past the lane's deadline
+	to=${RBOND_LANE_TIMEOUT:-1800}
+	[ "$(left)" -lt "$to" ] && to=$(left)
+	vmrun --timeout "$to" --env RBOND_INJECT=none --env MR_BW=0 \
 		-- selftests/run.sh -t loop "${tests[@]}" 2>&1 | tee "$out"
 	echo "# debug suite took $(( $(date +%s) - s0 )) s"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n1)
