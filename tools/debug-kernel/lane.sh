@@ -28,7 +28,7 @@
 # RBOND_LANE_DEADLINE (epoch seconds; tools/run-tests.sh sets it so that the
 # stock-kernel suites still fit CI's budget): the lane trims itself to end
 # by then -- the fuzz budget shrinks (down to one seed), and the suite subset
-# runs only if its measured cost (RBOND_LANE_SUITE_EST, 900 s) still fits;
+# runs only if its measured cost (RBOND_LANE_SUITE_EST, 1300 s) still fits;
 # what does not fit is reported as skipped.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
