@@ -959,7 +959,10 @@ static void t_msg_size(void)
  * head fell behind its tail, and at the next RTS old slots were delivered
  * again ("second completion", "completion for a WR whose post was
  * refused": rbond_fuzz seed 15260148822499).  Timing-dependent: the
- * counts show how often the race was run.
+ * counts show how often the race was run.  Bond only: plain rxe, whose
+ * user-space provider writes the send queue without the kernel, fails it
+ * badly (2026-12-01, rdma-core 44 + 6.1 rxe: 4494 completions of refused
+ * or already completed WRs in 6 s, 170 RESET cycles).
  */
 #define RACE_WR0 0x100000ull
 #define RACE_N 20000
@@ -1000,6 +1003,8 @@ static void t_post_vs_reset(void)
 	time_t t0;
 	int n, k, ret;
 
+	if (!bond_only("posts racing RESET/connect"))
+		return;
 	if (pair_make(&x, 7)) {
 		tap_ok(false, "connected QP pair for the RESET race");
 		return;
