@@ -623,7 +623,12 @@ static int reg_mr(int p, char *addr, size_t len, int access)
 {
 	int m = FREE(M);
 
-	if (m < 0 || p < 0)
+	/*
+	 * A forked child shares the parent's uverbs files: an MR it left in
+	 * a parent's PD would outlive it there, unknown to the parent
+	 * (whose dealloc_pd then fails EBUSY; seed 5348682489890).
+	 */
+	if (m < 0 || p < 0 || (is_child && !X[P[p].c].mine))
 		return -1;
 	CALL("reg_mr");
 	M[m].mr = ibv_reg_mr(P[p].pd, addr, len, access);
@@ -2218,8 +2223,14 @@ static void cleanup(void)
 	for (i = 0; i < NPD; i++)
 		if (P[i].pd) {
 			CALL("dealloc_pd (cleanup)");
-			if ((e = ibv_dealloc_pd(P[i].pd)))
-				viol("cleanup: dealloc_pd failed: %s", strerror(e));
+			if ((e = ibv_dealloc_pd(P[i].pd))) {
+				viol("cleanup: dealloc_pd %d (context %d) failed: %s",
+				     i, P[i].c, strerror(e));
+				/* what is still in it, as the kernel sees it */
+				fflush(stdout);
+				if (system("rdma resource show qp; rdma resource show mr; rdma resource show cq; rdma resource show pd") < 0)
+					perror("system");
+			}
 		}
 	for (i = 0; i < NCTX; i++) {
 		if (!X[i].ctx)

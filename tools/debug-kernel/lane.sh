@@ -185,7 +185,7 @@ if [ $fuzz = 1 ]; then
 			-- selftests/run.sh -t loop test_fuzz.sh 2>&1 | tee "$out"
 		fsum=$(grep -oE '# fuzz: [0-9]+ seeds.*' "$out" | tail -n1)
 		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n1)
-		last=$(grep -oE 'seed [0-9]+: starting' "$out" | tail -n1 | cut -d' ' -f2)
+		last=$(grep -oE 'seed [0-9]+: starting' "$out" | tail -n1 | cut -d' ' -f2 | tr -d :)
 		fsecs_took=$(( $(date +%s) - s0 ))
 		if [ "$line" = "1 passed, 0 failed, 0 skipped" ] &&
 		   ! grep -q 'guest kernel log has a failure report' "$out"; then
