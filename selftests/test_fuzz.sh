@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# topo: manual (not in the default suite while its findings are open: see
-#       Documentation/testing.rst "What it found"; run it by name)
+# topo: manual (not in the stock-kernel suite: 6.1's rxe has bugs it finds,
+#       Documentation/testing.rst "What it found"; run by name, and by the
+#       debug lane, whose kernel carries fixes for them)
 #
 # The verbs fuzzer: rbond_fuzz (selftests/progs/rbond_fuzz.c) drives seeded
 # random sequences of verbs calls through the provider on rbond0, with RC
