@@ -2246,6 +2246,24 @@ static void cleanup(void)
 	}
 }
 
+/*
+ * An arena and, after it, a page nobody may touch: the "past the end" MR
+ * (op_reg_mr) must fail, not cover whatever the process mapped next,
+ * where traffic into it would overwrite the process's own data (the likely
+ * cause of a SIGSEGV in ibv_dealloc_pd once, seed 15260148822499).
+ */
+static char *map_arena(void)
+{
+	char *a = mmap(NULL, ARENA + 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (a != MAP_FAILED && mprotect(a + ARENA, 4096, PROT_NONE)) {
+		munmap(a, ARENA + 4096);
+		return MAP_FAILED;
+	}
+	return a;
+}
+
 static void on_alarm(int sig)
 {
 	char b[256];
@@ -2336,8 +2354,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	alarm((unsigned int)(secs ? secs : 600) + 300);
 
-	arena[0] = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	arena[1] = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	arena[0] = map_arena();
+	arena[1] = map_arena();
 	ro_page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (arena[0] == MAP_FAILED || arena[1] == MAP_FAILED || ro_page == MAP_FAILED) {
 		perror("mmap");
