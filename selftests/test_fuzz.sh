@@ -16,7 +16,9 @@
 #   host A  rbond0 = [rxe_a0, rxe_a1]   <== rails 0,1 ==>   host B  rbond1 = [rxe_b0, rxe_b1]
 #
 # FUZZ_SEEDS="S1 S2 ..." runs those seeds (reproduce a failure); otherwise
-# FUZZ_RUNS (3) random seeds.  FUZZ_SECS (20): seconds per seed;
+# FUZZ_RUNS (3) seeds: first the regression seeds (FUZZ_REGRESS, default the
+# seeds that found bugs fixed since: Documentation/testing.rst "What it
+# found"; FUZZ_REGRESS= for none), then random ones.  FUZZ_SECS (20): seconds per seed;
 # FUZZ_BUDGET (seconds, 0 = none): stop starting new seeds after this long
 # (the debug lane runs many seeds in a fixed budget).  FUZZ_CALLS: -n CALLS
 # instead of -t (exact replay of a seed's call count).  FUZZ_VERBOSE=1: every
@@ -33,6 +35,10 @@ budget=${FUZZ_BUDGET:-0}
 seeds=${FUZZ_SEEDS:-}
 runs=${FUZZ_RUNS:-3}
 [ -n "$seeds" ] && runs=$(wc -w <<< "$seeds")
+# 15260148822499: the post/RESET race, the divide error, rxe's bad-response
+# status; 5348682489890: rxe's reset/receive use-after-free, a child's MR
+regress=(${FUZZ_REGRESS-15260148822499 5348682489890})
+[ -n "$seeds" ] && regress=()
 new_seed() { od -An -N6 -tu8 /dev/urandom | tr -d ' '; }
 
 t0=$(date +%s)
@@ -41,7 +47,13 @@ for i in $(seq "$runs"); do
 	if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t0 + secs )) -gt "$budget" ]; then
 		break
 	fi
-	if [ -n "$seeds" ]; then seed=$(cut -d' ' -f"$i" <<< "$(echo $seeds)"); else seed=$(new_seed); fi
+	if [ -n "$seeds" ]; then
+		seed=$(cut -d' ' -f"$i" <<< "$(echo $seeds)")
+	elif [ "$i" -le ${#regress[@]} ]; then
+		seed=${regress[$((i - 1))]}
+	else
+		seed=$(new_seed)
+	fi
 	if [ -n "${FUZZ_CALLS:-}" ]; then lim="-n $FUZZ_CALLS"; else lim="-t $secs"; fi
 	# (a kernel panic kills the guest before the result line: name the seed first)
 	log "seed $seed: starting ($lim)"
