@@ -32,13 +32,17 @@ prov_up both
 
 secs=${FUZZ_SECS:-20}
 budget=${FUZZ_BUDGET:-0}
-seeds=${FUZZ_SEEDS:-}
 runs=${FUZZ_RUNS:-3}
-[ -n "$seeds" ] && runs=$(wc -w <<< "$seeds")
-# 15260148822499: the post/RESET race, the divide error, rxe's bad-response
-# status; 5348682489890: rxe's reset/receive use-after-free, a child's MR
-regress=(${FUZZ_REGRESS-15260148822499 5348682489890})
-[ -n "$seeds" ] && regress=()
+# The seeds to run first (then random ones): FUZZ_SEEDS, and only those; or
+# the regression seeds -- 15260148822499: the post/RESET race, the divide
+# error, rxe's bad-response status; 5348682489890: rxe's reset/receive
+# use-after-free, a child's MR.
+if [ -n "${FUZZ_SEEDS:-}" ]; then
+	first=($FUZZ_SEEDS)
+	runs=${#first[@]}
+else
+	first=(${FUZZ_REGRESS-15260148822499 5348682489890})
+fi
 new_seed() { od -An -N6 -tu8 /dev/urandom | tr -d ' '; }
 
 t0=$(date +%s)
@@ -47,13 +51,7 @@ for i in $(seq "$runs"); do
 	if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t0 + secs )) -gt "$budget" ]; then
 		break
 	fi
-	if [ -n "$seeds" ]; then
-		seed=$(cut -d' ' -f"$i" <<< "$(echo $seeds)")
-	elif [ "$i" -le ${#regress[@]} ]; then
-		seed=${regress[$((i - 1))]}
-	else
-		seed=$(new_seed)
-	fi
+	seed=${first[$((i - 1))]:-$(new_seed)}
 	if [ -n "${FUZZ_CALLS:-}" ]; then lim="-n $FUZZ_CALLS"; else lim="-t $secs"; fi
 	# (a kernel panic kills the guest before the result line: name the seed first)
 	log "seed $seed: starting ($lim)"

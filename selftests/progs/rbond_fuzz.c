@@ -486,10 +486,15 @@ static int rand_slot(void *arr, size_t elsz, int n, int (*ok)(int))
 #define RAND(arr, ok) rand_slot(arr, sizeof(arr[0]), (int)(sizeof(arr) / sizeof(arr[0])), ok)
 
 static int want_ctx = -1, want_side = -1, want_pd = -1;
-/* a child creates objects only in contexts it opened itself */
+/*
+ * A child creates objects only in contexts it opened itself: it shares the
+ * parent's uverbs files, where what it left would outlive it, unknown to
+ * the parent (whose dealloc_pd then fails EBUSY; seed 5348682489890).
+ */
+static bool ctx_mine(int c) { return !is_child || X[c].mine; }
 static int ctx_ok(int i)
 {
-	return (want_side < 0 || X[i].side == want_side) && (!is_child || X[i].mine);
+	return (want_side < 0 || X[i].side == want_side) && ctx_mine(i);
 }
 static int pd_ok(int i) { return want_ctx < 0 || P[i].c == want_ctx; }
 static int cq_ok(int i) { return want_ctx < 0 || C[i].c == want_ctx; }
@@ -623,12 +628,7 @@ static int reg_mr(int p, char *addr, size_t len, int access)
 {
 	int m = FREE(M);
 
-	/*
-	 * A forked child shares the parent's uverbs files: an MR it left in
-	 * a parent's PD would outlive it there, unknown to the parent
-	 * (whose dealloc_pd then fails EBUSY; seed 5348682489890).
-	 */
-	if (m < 0 || p < 0 || (is_child && !X[P[p].c].mine))
+	if (m < 0 || p < 0 || !ctx_mine(P[p].c))
 		return -1;
 	CALL("reg_mr");
 	M[m].mr = ibv_reg_mr(P[p].pd, addr, len, access);
