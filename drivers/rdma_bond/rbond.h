@@ -30,6 +30,7 @@
 #include <rdma/rdma_bond-abi.h>
 
 #include "rbond_compat.h"
+#include "rbond_sched.h"
 
 #define RBOND_PORT		1
 #define RBOND_MAX_SGE		16
@@ -57,22 +58,6 @@ enum rbond_rail_stat {
 	RBOND_STAT_COMPLETIONS,
 	RBOND_STAT_ERRORS,
 	RBOND_NR_RAIL_STATS
-};
-
-enum rbond_policy {
-	RBOND_POLICY_ADAPTIVE,
-	RBOND_POLICY_ROUND_ROBIN,
-	RBOND_POLICY_WEIGHTED,
-	RBOND_POLICY_ACTIVE_BACKUP,
-	RBOND_POLICY_QP_HASH,
-	RBOND_NR_POLICIES
-};
-
-enum rbond_ordering {
-	RBOND_ORDER_STRICT,
-	RBOND_ORDER_RELAXED_MR,
-	RBOND_ORDER_RELAXED,
-	RBOND_NR_ORDERINGS
 };
 
 struct rbond_dev;
@@ -171,21 +156,39 @@ struct rbond_cq {
 	struct tasklet_struct poll_task; /* polls the member CQs */
 };
 
+/* rbond_swqe.flags */
 #define RBOND_SWQE_SIGNALED	BIT(0)
 #define RBOND_SWQE_DONE		BIT(1)
 /* a chunk of a split WQE other than the last: folded into the last */
 #define RBOND_SWQE_CHUNK	BIT(2)
+/* the scheduler's (rbond_sched_posted/done) */
+#define RBOND_SWQE_RD		BIT(3)	/* holds a READ/atomic slot */
+#define RBOND_SWQE_CL_SHIFT	4
+#define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
+#define RBOND_SWQE_MRAIL	BIT(7)	/* accounted by the scheduler */
 
-/* Shadow send WQE: what the application posted, in posting order. */
+/* rbond_swqe.rail of a WQE that waits in the pending ring */
+#define RBOND_RAIL_PEND		0xff
+
+/*
+ * Shadow send WQE: what the application posted, in posting order; one slot
+ * per member WQE (a WQE split into chunks has one per chunk).  The slot's
+ * sequence number (its index) is the bond's sequence number of the WQE;
+ * rail and mseq say where it went: the member QP and that member's post
+ * count at the time (its position in the member's send queue).
+ */
 struct rbond_swqe {
 	u64 wr_id;
 	u32 byte_len;
 	u32 vendor_err;
+	u32 mseq;
 	u8 opcode;			/* enum ib_wc_opcode */
 	u8 status;			/* enum ib_wc_status */
 	u8 rail;
 	u8 flags;
 };
+
+struct rbond_wqe;
 
 struct rbond_qp {
 	struct ib_qp ibqp;
@@ -198,6 +201,7 @@ struct rbond_qp {
 	bool user;
 	bool sig_all;
 	bool dead;			/* home rail lost */
+	u32 max_rd_atomic;		/* the application's, READ_ONCE */
 	enum ib_qp_state state;
 	struct ib_qp_cap cap;
 	u32 slot_cap;			/* shadow slots usable (>= cap) */
@@ -205,11 +209,18 @@ struct rbond_qp {
 	struct rbond_mqp *mrail;	/* multi-rail state, or NULL */
 
 	spinlock_t sq_post_lock;	/* posting order, member[] */
-	spinlock_t sq_lock;		/* sq ring and indices */
+	spinlock_t sq_lock;		/* sq ring and indices, s, pend */
 	struct rbond_swqe *sq;
 	u32 sq_size;			/* power of two */
 	u32 sq_head;
 	u32 sq_tail;
+	/* rails (rails_up) and, for a multi-rail QP, their accounting */
+	struct rbond_sched s;
+	u32 mposted[RBOND_MAX_RAILS];	/* member WQEs posted per rail */
+	/* WQEs that wait for completions (multi-rail; rbond_post.c) */
+	struct rbond_wqe *pend;
+	u8 *pend_inl;			/* their inline data, per slot */
+	u32 pend_head, pend_tail, pend_size;
 	/* application WQEs in [sq_tail, sq_head): at most cap.max_send_wr */
 	u32 sq_wqes;
 	bool sq_failed;			/* error delivered: the rest flush */
@@ -230,6 +241,12 @@ struct rbond_ah {
 	struct ib_ah ibah;
 	struct rdma_ah_attr attr;
 };
+
+static inline struct rbond_swqe *
+rbond_sq_slot(const struct rbond_qp *qp, u32 seq)
+{
+	return &qp->sq[seq & (qp->sq_size - 1)];
+}
 
 static inline struct rbond_dev *to_rbond_dev(struct ib_device *ibdev)
 {
@@ -285,12 +302,12 @@ static inline unsigned int rbond_next_rail(const struct rbond_dev *bond,
 
 /* rbond_main.c */
 extern struct workqueue_struct *rbond_wq;
-extern const char * const rbond_policy_names[RBOND_NR_POLICIES];
-extern const char * const rbond_ordering_names[RBOND_NR_ORDERINGS];
+const char *rbond_ordering_name(unsigned int i);
 bool rbond_is_bond(const struct ib_device *ibdev);
 void rbond_dealloc_driver(struct ib_device *ibdev);
 
 /* rbond_dev.c */
+int rbond_parse_choice(const char *buf, const char *(*name)(unsigned int i), int n);
 struct rbond_dev *rbond_dev_alloc(void);
 int rbond_dev_register(struct rbond_dev *bond, const char *name);
 void rbond_dev_init_attr(struct rbond_dev *bond);
@@ -335,21 +352,25 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		   int attr_mask, struct ib_qp_init_attr *init_attr);
 int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
+
+/* rbond_post.c */
 int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
-int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
-u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
-		   u8 wc_opcode, u8 rail, u64 bytes);
-void rbond_sq_unalloc(struct rbond_qp *qp);
+bool rbond_post_drain(struct rbond_qp *qp);
+void rbond_post_flush_pending(struct rbond_qp *qp);
+int rbond_post_alloc_pending(struct rbond_qp *qp);
+void rbond_post_free(struct rbond_qp *qp);
+void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok);
+
+/* rbond_comp.c */
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 const struct ib_wc *mwc);
 void rbond_qp_deliver_posted(struct rbond_qp *qp);
-void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
-
-/* rbond_sched.c */
-unsigned int rbond_sched_pick_rail(struct rbond_qp *qp,
-				   const struct ib_send_wr *wr);
+void rbond_qp_flush(struct rbond_qp *qp);
+void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail);
 
 #endif /* RBOND_H */

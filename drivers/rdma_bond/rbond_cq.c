@@ -30,6 +30,7 @@ static inline u32 rbond_cq_count(const struct rbond_cq *cq)
 /* Caller holds cq->lock.  False on overflow (completion dropped). */
 bool rbond_cq_push(struct rbond_cq *cq, const struct ib_wc *wc)
 {
+	lockdep_assert_held(&cq->lock);
 	if (rbond_cq_count(cq) >= cq->ibcq.cqe) {
 		cq->overflow = true;
 		return false;
@@ -79,6 +80,7 @@ static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
 	bool added = false;
 	int n, i;
 
+	lockdep_assert_held(&cq->lock);
 	do {
 		while (*budget > 0 &&
 		       (n = ib_poll_cq(mcq, min(*budget, RBOND_POLL_BATCH),

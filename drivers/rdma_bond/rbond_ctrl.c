@@ -11,9 +11,11 @@
  * send buffer is dropped and the requester's timeout retries it).
  *
  * Receive completions are handled in process context (IB_POLL_WORKQUEUE);
- * nothing here runs in a data-path context except rbond_ctrl_send_async()
- * users, which only queue work.
+ * nothing here runs in a data-path context: the post path only queues
+ * work (the connection's rkey_work).
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <net/route.h>
@@ -30,6 +32,10 @@ MODULE_PARM_DESC(ctrl_port,
 		 "TCP-space port of the rdma_cm control channel on every rail address (default 18515)");
 
 /* Connections and listeners. */
+struct rbond_ctrl_stats rbond_ctrl_stats;
+/* set once at module load, before any connection exists */
+static const struct rbond_ctrl_ops *rbond_ctrl_ops;
+
 static DEFINE_MUTEX(rbond_conn_mutex);
 static LIST_HEAD(rbond_conns);
 static LIST_HEAD(rbond_listeners);
@@ -200,7 +206,7 @@ static struct rbond_conn *rbond_conn_alloc(bool active, __be32 laddr,
 	hash_init(conn->handed);
 	INIT_LIST_HEAD(&conn->invals);
 	INIT_WORK(&conn->down_work, rbond_conn_down_work);
-	INIT_WORK(&conn->rkey_work, rbond_rkey_fetch_work);
+	INIT_WORK(&conn->rkey_work, rbond_ctrl_ops->rkey_work);
 	return conn;
 }
 
@@ -208,8 +214,7 @@ static void rbond_conn_release(struct kref *ref)
 {
 	struct rbond_conn *conn = container_of(ref, struct rbond_conn, ref);
 
-	cancel_work_sync(&conn->rkey_work);
-	rbond_rkey_flush(conn);
+	rbond_ctrl_ops->conn_release(conn);
 	kfree(conn);
 }
 
@@ -230,7 +235,7 @@ static void rbond_conn_teardown(struct rbond_conn *conn)
 	rdma_disconnect(id);
 	rbond_conn_free_res(conn, id);
 	rdma_destroy_id(id);
-	rbond_inval_wake();
+	rbond_ctrl_ops->conn_down(conn);
 }
 
 /* Queue the teardown; the queued work holds a reference. */
@@ -258,7 +263,6 @@ static void rbond_conn_down_work(struct work_struct *work)
 	struct rbond_conn *unlisted = NULL;
 
 	rbond_conn_teardown(conn);
-	rbond_mrail_conn_down(conn);
 	mutex_lock(&rbond_conn_mutex);
 	/* A failed active probe stays listed: negative cache. */
 	if (!rbond_ctrl_stopping && rbond_conn_reapable(conn) &&
@@ -306,6 +310,7 @@ static void rbond_ctrl_count(bool active, __be32 raddr, unsigned int *all,
 {
 	struct rbond_conn *conn;
 
+	lockdep_assert_held(&rbond_conn_mutex);
 	*all = 0;
 	*same = 0;
 	list_for_each_entry(conn, &rbond_conns, list) {
@@ -336,7 +341,7 @@ static void rbond_conn_fail(struct rbond_conn *conn, bool probe_failed)
 	}
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (probe_failed)
-		atomic64_inc(&rbond_mstats.probes_failed);
+		atomic64_inc(&rbond_ctrl_stats.probes_failed);
 	if (queue)
 		rbond_conn_queue_down(conn);
 }
@@ -415,7 +420,7 @@ static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 		 * the connection is dead, and the keys that came on it with
 		 * it (M1 of the security review).
 		 */
-		pr_debug("rdma_bond: control send to %pI4 failed: %d\n",
+		pr_debug("control send to %pI4 failed: %d\n",
 			 &conn->raddr, wc->status);
 		rbond_conn_fail(conn, false);
 	}
@@ -439,16 +444,20 @@ static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 				   RBOND_CTRL_MSG_SIZE, DMA_BIDIRECTIONAL);
 	memcpy(&msg, rbond_conn_buf(conn, cb->idx), sizeof(msg));
 	if (rbond_conn_post_recv(conn, cb->idx))
-		pr_debug("rdma_bond: control recv repost failed\n");
+		pr_debug("control recv repost failed\n");
 
 	if (wc->byte_len < sizeof(msg) ||
 	    be32_to_cpu(msg.magic) != RBOND_CTRL_MAGIC ||
 	    msg.version != RBOND_CTRL_VERSION ||
 	    be16_to_cpu(msg.len) != sizeof(msg)) {
-		atomic64_inc(&rbond_mstats.bad_msgs);
+		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
 		return;
 	}
-	rbond_mrail_handle_msg(conn, &msg);
+	if (msg.type >= RBOND_MSG_NR || !rbond_ctrl_ops->msg[msg.type]) {
+		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+		return;
+	}
+	rbond_ctrl_ops->msg[msg.type](conn, &msg);
 }
 
 /* --- rdma_cm ------------------------------------------------------------- */
@@ -503,7 +512,7 @@ static int rbond_ctrl_accept(struct rdma_cm_id *id,
 		goto refuse;
 	/* Only a kernel peer can bind a privileged source port. */
 	if (!dst->sin_port || ntohs(dst->sin_port) >= PROT_SOCK) {
-		pr_debug("rdma_bond: control connection from %pI4:%u refused: unprivileged port\n",
+		pr_debug("control connection from %pI4:%u refused: unprivileged port\n",
 			 &dst->sin_addr.s_addr, ntohs(dst->sin_port));
 		goto refuse;
 	}
@@ -554,7 +563,7 @@ err_free:
 	kfree(conn);
 	return -ECONNREFUSED;	/* rdma_cm rejects and destroys the id */
 refuse_full:
-	pr_debug("rdma_bond: control connection from %pI4 refused: %u connections (%u from it)\n",
+	pr_debug("control connection from %pI4 refused: %u connections (%u from it)\n",
 		 &dst->sin_addr.s_addr, all, same);
 refuse:
 	return -ECONNREFUSED;
@@ -593,7 +602,7 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 			conn->state = RBOND_CONN_UP;
 		spin_unlock_irqrestore(&conn->lock, flags);
 		if (conn->active)
-			rbond_mrail_conn_up(conn);
+			rbond_ctrl_ops->conn_up(conn);
 		return 0;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -688,14 +697,14 @@ void rbond_ctrl_listen(__be32 addr)
 	if (!ret)
 		ret = rdma_listen(id, 8);
 	if (ret) {
-		pr_debug("rdma_bond: listen on %pI4:%u failed: %d\n", &addr,
+		pr_debug("listen on %pI4:%u failed: %d\n", &addr,
 			 ctrl_port, ret);
 		rdma_destroy_id(id);
 		goto err_free;
 	}
 	l->id = id;
 	list_add_tail(&l->list, &rbond_listeners);
-	pr_debug("rdma_bond: control channel listens on %pI4:%u\n", &addr,
+	pr_debug("control channel listens on %pI4:%u\n", &addr,
 		 ctrl_port);
 	goto out_unlock;
 
@@ -756,7 +765,7 @@ struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 	/* Every destination a local user names costs one: bounded. */
 	rbond_ctrl_count(true, raddr, &all, &same);
 	if (all >= RBOND_CTRL_MAX_ACTIVE) {
-		pr_debug("rdma_bond: no control connection to %pI4: %u connections\n",
+		pr_debug("no control connection to %pI4: %u connections\n",
 			 &raddr, all);
 		conn = NULL;
 		goto out_unlock;
@@ -789,7 +798,7 @@ struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 		ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,
 					RBOND_CTRL_CM_TIMEOUT_MS);
 	if (ret) {
-		pr_debug("rdma_bond: control connection %pI4 -> %pI4: %d\n",
+		pr_debug("control connection %pI4 -> %pI4: %d\n",
 			 &laddr, &raddr, ret);
 		rbond_conn_fail(conn, true);
 	}
@@ -858,6 +867,12 @@ bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr)
 	}
 	rcu_read_unlock();
 	return via;
+}
+
+/* The handlers (rbond_mqp.c), at module load. */
+void rbond_ctrl_register(const struct rbond_ctrl_ops *ops)
+{
+	rbond_ctrl_ops = ops;
 }
 
 void rbond_ctrl_exit(void)

@@ -481,7 +481,7 @@ static ssize_t rails_show(struct device *device,
 }
 static DEVICE_ATTR_RO(rails);
 
-static ssize_t rbond_show_choice(char *buf, const char * const *names, int n,
+static ssize_t rbond_show_choice(char *buf, const char *(*name)(unsigned int i), int n,
 				 int cur)
 {
 	ssize_t len = 0;
@@ -490,17 +490,17 @@ static ssize_t rbond_show_choice(char *buf, const char * const *names, int n,
 	/* Like /sys/block/X/queue/scheduler: current choice in brackets. */
 	for (i = 0; i < n; i++)
 		len += sysfs_emit_at(buf, len, i == cur ? "[%s]%s" : "%s%s",
-				     names[i], i == n - 1 ? "\n" : " ");
+				     name(i), i == n - 1 ? "\n" : " ");
 	return len;
 }
 
-static int rbond_parse_choice(const char *buf, const char * const *names,
-			      int n)
+/* The index of @buf among @n names (sysfs writes, module parameters). */
+int rbond_parse_choice(const char *buf, const char *(*name)(unsigned int i), int n)
 {
 	int i;
 
 	for (i = 0; i < n; i++)
-		if (sysfs_streq(buf, names[i]))
+		if (sysfs_streq(buf, name(i)))
 			return i;
 	return -EINVAL;
 }
@@ -508,7 +508,7 @@ static int rbond_parse_choice(const char *buf, const char * const *names,
 static ssize_t policy_show(struct device *device,
 			   struct device_attribute *attr, char *buf)
 {
-	return rbond_show_choice(buf, rbond_policy_names, RBOND_NR_POLICIES,
+	return rbond_show_choice(buf, rbond_policy_name, RBOND_NR_POLICIES,
 				 READ_ONCE(rbond_from_kdev(device)->policy));
 }
 
@@ -516,7 +516,7 @@ static ssize_t policy_store(struct device *device,
 			    struct device_attribute *attr, const char *buf,
 			    size_t count)
 {
-	int v = rbond_parse_choice(buf, rbond_policy_names, RBOND_NR_POLICIES);
+	int v = rbond_parse_choice(buf, rbond_policy_name, RBOND_NR_POLICIES);
 
 	if (v < 0)
 		return v;
@@ -528,7 +528,7 @@ static DEVICE_ATTR_RW(policy);
 static ssize_t ordering_show(struct device *device,
 			     struct device_attribute *attr, char *buf)
 {
-	return rbond_show_choice(buf, rbond_ordering_names,
+	return rbond_show_choice(buf, rbond_ordering_name,
 				 RBOND_NR_ORDERINGS,
 				 READ_ONCE(rbond_from_kdev(device)->ordering));
 }
@@ -537,7 +537,7 @@ static ssize_t ordering_store(struct device *device,
 			      struct device_attribute *attr, const char *buf,
 			      size_t count)
 {
-	int v = rbond_parse_choice(buf, rbond_ordering_names,
+	int v = rbond_parse_choice(buf, rbond_ordering_name,
 				   RBOND_NR_ORDERINGS);
 
 	if (v < 0)

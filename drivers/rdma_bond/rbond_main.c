@@ -3,6 +3,8 @@
  * rdma_bond: module init/exit, "rdma link add NAME type bond netdev DEV",
  * the list of bonds and the ib_client that tells us about member devices.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/ib_cache.h>
@@ -15,19 +17,16 @@ MODULE_DESCRIPTION("RDMA bond: one virtual RoCE device over several rails");
 MODULE_LICENSE("Dual BSD/GPL");
 MODULE_ALIAS_RDMA_LINK("bond");
 
-const char * const rbond_policy_names[RBOND_NR_POLICIES] = {
-	[RBOND_POLICY_ADAPTIVE] = "adaptive",
-	[RBOND_POLICY_ROUND_ROBIN] = "round-robin",
-	[RBOND_POLICY_WEIGHTED] = "weighted",
-	[RBOND_POLICY_ACTIVE_BACKUP] = "active-backup",
-	[RBOND_POLICY_QP_HASH] = "qp-hash",
-};
-
-const char * const rbond_ordering_names[RBOND_NR_ORDERINGS] = {
+static const char * const rbond_ordering_names[RBOND_NR_ORDERINGS] = {
 	[RBOND_ORDER_STRICT] = "strict",
 	[RBOND_ORDER_RELAXED_MR] = "relaxed-mr",
 	[RBOND_ORDER_RELAXED] = "relaxed",
 };
+
+const char *rbond_ordering_name(unsigned int i)
+{
+	return i < RBOND_NR_ORDERINGS ? rbond_ordering_names[i] : "?";
+}
 
 static char *policy = "adaptive";
 module_param(policy, charp, 0444);
@@ -70,17 +69,6 @@ struct rbond_member {
 };
 
 static LIST_HEAD(rbond_members);
-
-static int rbond_lookup_policy(const char *name, const char * const *names,
-			       int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (sysfs_streq(name, names[i]))
-			return i;
-	return -EINVAL;
-}
 
 /* --- finding the RDMA device of a netdev ------------------------------ */
 
@@ -134,6 +122,7 @@ static struct ib_device *rbond_find_member(struct net_device *ndev, u32 *port)
 	struct ib_device *found = NULL;
 	struct rbond_member *m;
 
+	lockdep_assert_held(&rbond_mutex);
 	mutex_lock(&rbond_members_lock);
 #ifdef HAVE_IB_DEVICE_GET_BY_NETDEV
 	{
@@ -279,6 +268,7 @@ static void rbond_remove_rail(struct rbond_dev *bond, unsigned int i)
 	struct rbond_pd *pd;
 	unsigned int j;
 
+	lockdep_assert_held(&rbond_mutex);
 	mutex_lock(&bond->lock);
 	dev_info(&bond->ibdev.dev, "removing rail %u (%s)\n", i,
 		 dev_name(&bond->rails[i].ibdev->dev));
@@ -362,10 +352,10 @@ static int rbond_create(const char *name, struct ib_device *member, u32 port,
 	bond = rbond_dev_alloc();
 	if (!bond)
 		return -ENOMEM;
-	bond->policy = max(rbond_lookup_policy(policy, rbond_policy_names,
-					       RBOND_NR_POLICIES), 0);
-	bond->ordering = max(rbond_lookup_policy(ordering, rbond_ordering_names,
-						 RBOND_NR_ORDERINGS), 0);
+	bond->policy = max(rbond_parse_choice(policy, rbond_policy_name,
+					      RBOND_NR_POLICIES), 0);
+	bond->ordering = max(rbond_parse_choice(ordering, rbond_ordering_name,
+						RBOND_NR_ORDERINGS), 0);
 	bond->stripe_threshold = stripe_threshold;
 	bond->rail_window = rail_window;
 	INIT_WORK(&bond->unreg_work, rbond_unreg_work);
@@ -442,7 +432,7 @@ static int rbond_newlink(const char *ibdev_name, struct net_device *ndev)
 			bond = to_rbond_dev(named);
 		ib_device_put(named);
 		if (!bond) {
-			pr_debug("rdma_bond: %s is not a bond device\n",
+			pr_debug("%s is not a bond device\n",
 				 ibdev_name);
 			ret = -EEXIST;
 			goto out_unlock;
@@ -451,13 +441,13 @@ static int rbond_newlink(const char *ibdev_name, struct net_device *ndev)
 
 	member = rbond_find_member(ndev, &port);
 	if (!member) {
-		pr_debug("rdma_bond: no RDMA device on %s\n",
+		pr_debug("no RDMA device on %s\n",
 			 netdev_name(ndev));
 		ret = -ENODEV;
 		goto out_unlock;
 	}
 	if (rbond_rail_owner(member, NULL)) {
-		pr_debug("rdma_bond: %s is already a rail\n",
+		pr_debug("%s is already a rail\n",
 			 dev_name(&member->dev));
 		ret = -EBUSY;
 		goto out_unlock;
@@ -562,24 +552,25 @@ static int __init rbond_init(void)
 {
 	int ret;
 
-	if (rbond_lookup_policy(policy, rbond_policy_names,
-				RBOND_NR_POLICIES) < 0 ||
-	    rbond_lookup_policy(ordering, rbond_ordering_names,
-				RBOND_NR_ORDERINGS) < 0) {
-		pr_err("rdma_bond: bad policy or ordering parameter\n");
+	if (rbond_parse_choice(policy, rbond_policy_name,
+			       RBOND_NR_POLICIES) < 0 ||
+	    rbond_parse_choice(ordering, rbond_ordering_name,
+			       RBOND_NR_ORDERINGS) < 0) {
+		pr_err("bad policy or ordering parameter\n");
 		return -EINVAL;
 	}
 
 	rbond_wq = alloc_workqueue("rdma_bond", WQ_UNBOUND, 0);
 	if (!rbond_wq)
 		return -ENOMEM;
+	rbond_mrail_init();
 
 	ret = ib_register_client(&rbond_client);
 	if (ret)
 		goto err_destroy_wq;
 
 	rdma_link_register(&rbond_link_ops);
-	pr_info("rdma_bond: loaded (ABI %d)\n", RBOND_UVERBS_ABI_VERSION);
+	pr_info("loaded (ABI %d)\n", RBOND_UVERBS_ABI_VERSION);
 	return 0;
 
 err_destroy_wq:
@@ -604,7 +595,7 @@ static void __exit rbond_exit(void)
 		list_del(&m->list);
 		kfree(m);
 	}
-	pr_info("rdma_bond: unloaded\n");
+	pr_info("unloaded\n");
 }
 
 module_init(rbond_init);

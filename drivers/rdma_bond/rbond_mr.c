@@ -71,6 +71,7 @@ int rbond_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 /* Caller holds bond->lock; every MR and QP of @pd left @rail already. */
 void rbond_pd_remove_rail(struct rbond_pd *pd, unsigned int rail)
 {
+	lockdep_assert_held(&to_rbond_dev(pd->ibpd.device)->lock);
 	if (!pd->member[rail])
 		return;
 	ib_dealloc_pd(pd->member[rail]);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * rdma_bond: multi-rail - control channel, peer negotiation, remote key
- * translation and the ordering-safe striping data path.
+ * rdma_bond: multi-rail, as the rest of the module sees it: the hooks the
+ * QP object calls (rbond_mqp.c), the post path's view of remote keys
+ * (rbond_rkey.c) and the counters.  Internals: rbond_mqp.h.
  * See Documentation/rdma_bond.rst, "Multi-rail".
  */
 #ifndef RBOND_MRAIL_H
@@ -27,20 +28,29 @@ void rbond_mrail_qp_reset_sq(struct rbond_qp *qp);
 void rbond_mrail_qp_reset(struct rbond_qp *qp);
 void rbond_mrail_qp_free(struct rbond_qp *qp);
 void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
-bool rbond_mrail_active(const struct rbond_qp *qp);
+bool rbond_mrail_up(const struct rbond_qp *qp);
 void rbond_mrail_wait_up(struct rbond_qp *qp);
-int rbond_mrail_post_send(struct rbond_qp *qp, const struct ib_send_wr *wr,
-			  u8 wc_opcode, const struct ib_sge *isge);
-/* send completion of slot @e (sq_lock held): accounting, before delivery */
-void rbond_mrail_slot_done(struct rbond_qp *qp, struct rbond_swqe *e);
-bool rbond_mrail_account_old(struct rbond_qp *qp, struct rbond_swqe *e);
-/*
- * after delivery (cq->lock and sq_lock held): post what may go now; true
- * when a WQE completed without being posted (deliver again)
- */
-bool rbond_mrail_drain(struct rbond_qp *qp);
 void rbond_mrail_qp_failed(struct rbond_qp *qp);
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp);
+
+/* post path (rbond_post.c) */
+u8 rbond_rkey_classify(struct rbond_qp *qp, const struct ib_send_wr *wr,
+		       unsigned long *allowed, u32 *rkeys, bool *have_keys);
+
+/* Multi-rail counters (module parameter mrail_stats) */
+struct rbond_mstats {
+	atomic64_t qp_up;
+	atomic64_t rkey_hits;
+	atomic64_t rkey_misses;
+	atomic64_t rkey_invals;
+	atomic64_t inval_timeouts;
+	atomic64_t striped;
+	atomic64_t chunks;
+	atomic64_t waits;
+	atomic64_t qp_failed;
+};
+
+extern struct rbond_mstats rbond_mstats;
 
 /* MR hook (rbond_mr.c): alias keys of @mr handed out are revoked */
 void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr);

@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * rdma_bond: RC queue pairs and the data path.
+ * rdma_bond: RC queue pairs, the object.
  *
  * A bond QP owns a member QP on its home rail (the primary rail when it was
  * created); its QPN is the home member's QPN, so any RC peer connects to it
- * as to a native QP.  Every posted WQE gets a slot in a shadow queue (send:
- * application wr_id, opcode, rail; receive: wr_id) and goes to the rail the
- * scheduler picks with wr_id = (qp id, recv flag, slot sequence).  Member
- * completions complete slots; the send shadow queue is drained strictly in
- * posting order, so the application sees its completions in posting order
- * whatever rail carried each WQE.
- *
- * post_send/post_recv run in any context and never sleep: the post locks
- * are irqsave spinlocks and the lkey lookup is RCU.
+ * as to a native QP.  A multi-rail QP gains member QPs on the other rails
+ * (rbond_negotiate.c).  Every posted WQE gets a slot in a shadow queue
+ * (send: application wr_id, opcode, rail; receive: wr_id): the post path is
+ * rbond_post.c, the completion path rbond_comp.c.  Here: create, modify
+ * (RESET included), query, destroy, and the loss of a rail.
  */
 #include <rdma/ib_cache.h>
 #include <rdma/rdma_netlink.h>
@@ -162,6 +158,10 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	qp->member[home] = mqp;
 	ibqp->qp_num = mqp->qp_num;
+	qp->s.bond = bond;
+	qp->s.home = home;
+	qp->s.qpn = mqp->qp_num;
+	qp->s.rails_up = BIT(home);
 	init->cap = qp->cap;
 	list_add_tail(&qp->list, &bond->qps);
 	mutex_unlock(&bond->lock);
@@ -178,93 +178,10 @@ err_unlock:
 }
 
 /*
- * A WQE split into chunks (multi-rail) completes once, on its last chunk:
- * the earlier chunks' byte counts and first error are carried to it, so the
- * application sees the whole WQE's byte_len.  sq_lock held.
- */
-static void rbond_qp_fold_chunk(struct rbond_qp *qp,
-				const struct rbond_swqe *e)
-{
-	qp->chunk_bytes += e->byte_len;
-	if (e->status != IB_WC_SUCCESS && qp->chunk_status == IB_WC_SUCCESS) {
-		qp->chunk_status = e->status;
-		qp->chunk_vendor_err = e->vendor_err;
-	}
-}
-
-static void rbond_qp_unfold_chunks(struct rbond_qp *qp, struct rbond_swqe *e)
-{
-	e->byte_len += qp->chunk_bytes;
-	if (qp->chunk_status != IB_WC_SUCCESS && e->status == IB_WC_SUCCESS) {
-		e->status = qp->chunk_status;
-		e->vendor_err = qp->chunk_vendor_err;
-	}
-	qp->chunk_bytes = 0;
-	qp->chunk_status = IB_WC_SUCCESS;
-	qp->chunk_vendor_err = 0;
-}
-
-/* Complete every outstanding WQE with IB_WC_WR_FLUSH_ERR (member gone). */
-static void rbond_qp_flush(struct rbond_qp *qp)
-{
-	struct ib_wc wc = { .qp = &qp->ibqp, .port_num = RBOND_PORT };
-	unsigned long flags;
-	bool notify;
-
-	spin_lock_irqsave(&qp->scq->lock, flags);
-	spin_lock(&qp->sq_lock);
-	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
-		struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-
-		if (!(e->flags & RBOND_SWQE_DONE))
-			rbond_mrail_slot_done(qp, e);	/* rails' accounting */
-		if (e->flags & RBOND_SWQE_CHUNK) {
-			/* reported with its WQE's last chunk */
-			rbond_qp_fold_chunk(qp, e);
-			continue;
-		}
-		qp->sq_wqes--;
-		rbond_qp_unfold_chunks(qp, e);
-		if ((e->flags & RBOND_SWQE_DONE) &&
-		    e->status == IB_WC_SUCCESS &&
-		    !(e->flags & RBOND_SWQE_SIGNALED))
-			continue;
-		wc.wr_id = e->wr_id;
-		wc.opcode = e->opcode;
-		wc.status = (e->flags & RBOND_SWQE_DONE) ? e->status :
-							     IB_WC_WR_FLUSH_ERR;
-		wc.byte_len = e->byte_len;
-		rbond_cq_push(qp->scq, &wc);
-	}
-	spin_unlock(&qp->sq_lock);
-	notify = qp->scq->notify && qp->scq->head != qp->scq->tail;
-	if (notify)
-		qp->scq->notify = 0;
-	spin_unlock_irqrestore(&qp->scq->lock, flags);
-	rbond_cq_notify(qp->scq, notify, false);
-
-	spin_lock_irqsave(&qp->rcq->lock, flags);
-	spin_lock(&qp->rq_lock);
-	for (; qp->rq_tail != qp->rq_head; qp->rq_tail++) {
-		wc.wr_id = qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-		wc.opcode = IB_WC_RECV;
-		wc.status = IB_WC_WR_FLUSH_ERR;
-		wc.byte_len = 0;
-		rbond_cq_push(qp->rcq, &wc);
-	}
-	spin_unlock(&qp->rq_lock);
-	notify = qp->rcq->notify && qp->rcq->head != qp->rcq->tail;
-	if (notify)
-		qp->rcq->notify = 0;
-	spin_unlock_irqrestore(&qp->rcq->lock, flags);
-	rbond_cq_notify(qp->rcq, notify, false);
-}
-
-/*
  * Detach and destroy the member QP on @rail, then process what its member
  * CQs still hold.  member[] is read by the post paths (post locks) and by
  * the completion path, which posts waiting WQEs under cq->lock and sq_lock
- * (rbond_mrail_drain): cleared under all three, no one can be using the
+ * (rbond_post_drain): cleared under all three, no one can be using the
  * member once it is destroyed.  Caller holds bond->lock.
  */
 static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
@@ -290,8 +207,6 @@ static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 		rbond_cq_drain_member(qp->rcq, rail);
 }
 
-static void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail);
-
 /*
  * Caller holds bond->lock: the rail's member device is going away.  Its
  * member QP is destroyed and gives no more completions.  An extra rail's
@@ -303,8 +218,18 @@ void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	bool home = rail == qp->home && qp->member[rail];
+	unsigned long flags;
 	unsigned int i;
 
+	/* no WQE goes to @rail from now on (rbond_post_chunk) */
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	qp->s.rails_up &= ~BIT(rail);
+	if (home) {
+		/* the QP is lost: nothing waiting goes out (flushed below) */
+		qp->s.rails_up = 0;
+		qp->pend_tail = qp->pend_head;
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	rbond_mrail_qp_remove_rail(qp, rail);
 	rbond_qp_destroy_member(qp, rail);
 	if (!home) {
@@ -352,6 +277,7 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (qp->rcq != qp->scq)
 		rbond_cq_clean_qp(qp->rcq, qp);
 	rbond_mrail_qp_free(qp);
+	rbond_post_free(qp);
 	kvfree(qp->sq);
 	kvfree(qp->rq);
 	return 0;
@@ -377,16 +303,17 @@ static void rbond_qp_reset(struct rbond_qp *qp)
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	spin_lock(&qp->sq_lock);
 	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
-		struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+		struct rbond_swqe *e = rbond_sq_slot(qp, qp->sq_tail);
 
 		if (!(e->flags & RBOND_SWQE_DONE))
-			rbond_mrail_slot_done(qp, e);	/* rails' accounting */
+			rbond_sched_done(&qp->s, e);	/* rails' accounting */
 	}
 	qp->sq_wqes = 0;
 	qp->chunk_bytes = 0;
 	qp->chunk_status = IB_WC_SUCCESS;
 	qp->chunk_vendor_err = 0;
 	qp->sq_failed = false;
+	rbond_post_reset_sq(qp, true);
 	rbond_mrail_qp_reset_sq(qp);
 	spin_unlock(&qp->sq_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
@@ -462,6 +389,8 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	}
 	if (attr_mask & IB_QP_STATE)
 		qp->state = attr->qp_state;
+	if (attr_mask & IB_QP_MAX_QP_RD_ATOMIC)
+		WRITE_ONCE(qp->max_rd_atomic, attr->max_rd_atomic);
 	if (reset)
 		rbond_qp_reset(qp);
 	rbond_mrail_qp_modified(qp, attr, attr_mask);
@@ -536,576 +465,6 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	init_attr->qp_type = IB_QPT_RC;
 	init_attr->port_num = RBOND_PORT;
 	return 0;
-}
-
-/* --- data path ---------------------------------------------------------- */
-
-static inline u64 rbond_wrid(const struct rbond_qp *qp, bool recv, u32 seq)
-{
-	return ((u64)qp->id << RBOND_WRID_ID_SHIFT) |
-	       (recv ? RBOND_WRID_RECV : 0) | seq;
-}
-
-/* Translate bond lkeys to @rail's member lkeys; total length in *bytes. */
-static int rbond_translate_sges(struct rbond_qp *qp, unsigned int rail,
-				const struct ib_sge *in, int num_sge,
-				struct ib_sge *out, u64 *bytes)
-{
-	int i, ret = 0;
-
-	*bytes = 0;
-	rcu_read_lock();
-	for (i = 0; i < num_sge; i++) {
-		struct rbond_mr *mr = rbond_mr_lookup(qp->pd, in[i].lkey);
-
-		if (!mr || !(READ_ONCE(mr->rails) & BIT(rail))) {
-			ibdev_dbg(qp->ibqp.device, "QP 0x%x: bad lkey 0x%x\n",
-				  qp->ibqp.qp_num, in[i].lkey);
-			ret = -EINVAL;
-			break;
-		}
-		out[i] = in[i];
-		out[i].lkey = mr->lkey[rail];
-		*bytes += in[i].length;
-	}
-	rcu_read_unlock();
-	return ret;
-}
-
-/* A new shadow send slot for @wr (sq_lock held, room checked): its seq. */
-u32 rbond_sq_alloc(struct rbond_qp *qp, const struct ib_send_wr *wr,
-		   u8 wc_opcode, u8 rail, u64 bytes)
-{
-	u32 seq = qp->sq_head++;
-	struct rbond_swqe *e = &qp->sq[seq & (qp->sq_size - 1)];
-
-	lockdep_assert_held(&qp->sq_lock);
-	qp->sq_wqes++;		/* until made a chunk (rbond_alloc_slot) */
-	e->wr_id = wr->wr_id;
-	e->opcode = wc_opcode;
-	e->rail = rail;
-	e->status = IB_WC_SUCCESS;
-	e->byte_len = bytes;
-	e->vendor_err = 0;
-	e->flags = (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED)) ?
-		   RBOND_SWQE_SIGNALED : 0;
-	return seq;
-}
-
-/* Take back the slot rbond_sq_alloc() gave last (its post failed). */
-void rbond_sq_unalloc(struct rbond_qp *qp)
-{
-	lockdep_assert_held(&qp->sq_lock);
-	qp->sq_head--;
-	if (!(qp->sq[qp->sq_head & (qp->sq_size - 1)].flags & RBOND_SWQE_CHUNK))
-		qp->sq_wqes--;
-}
-
-/* IB_SEND_INLINE applies to the opcodes that carry data; others ignore it. */
-static bool rbond_wr_inline(const struct ib_send_wr *wr)
-{
-	if (!(wr->send_flags & IB_SEND_INLINE))
-		return false;
-	switch (wr->opcode) {
-	case IB_WR_SEND:
-	case IB_WR_SEND_WITH_IMM:
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
- * Inline data belongs to the WQE from the moment it is posted: the caller
- * may reuse its buffer as soon as post_send returns.  Gather it into @buf
- * (RBOND_MAX_INLINE bytes) and describe it by @sge, a kernel address that
- * the member QP copies as kernel inline data (a pending WQE keeps its own
- * copy, rbond_mrail_post_send).  A user QP's addresses are the caller's:
- * uverbs posts from the caller's context with no lock held.
- */
-static int rbond_capture_inline(struct rbond_qp *qp,
-				const struct ib_send_wr *wr, u8 *buf,
-				struct ib_sge *sge)
-{
-	u32 len = 0, l;
-	int i;
-
-	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge)
-		return -EINVAL;
-	for (i = 0; i < wr->num_sge; i++) {
-		l = wr->sg_list[i].length;
-		if (l > qp->cap.max_inline_data - len) {
-			ibdev_dbg(qp->ibqp.device,
-				  "QP 0x%x: inline data over %u bytes\n",
-				  qp->ibqp.qp_num, qp->cap.max_inline_data);
-			return -EINVAL;
-		}
-		if (!qp->user)
-			memcpy(buf + len,
-			       (void *)(uintptr_t)wr->sg_list[i].addr, l);
-		else if (copy_from_user(buf + len,
-					u64_to_user_ptr(wr->sg_list[i].addr),
-					l))
-			return -EFAULT;
-		len += l;
-	}
-	sge->addr = (uintptr_t)buf;
-	sge->length = len;
-	sge->lkey = 0;
-	return 0;
-}
-
-/*
- * Post one WQE; @isge, if not NULL, is its inline data captured by
- * rbond_capture_inline().  sq_post_lock held.
- */
-static int rbond_post_one_send(struct rbond_qp *qp,
-			       const struct ib_send_wr *wr,
-			       const struct ib_sge *isge)
-{
-	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
-	union {
-		struct ib_send_wr send;
-		struct ib_rdma_wr rdma;
-		struct ib_atomic_wr atomic;
-	} mwr;
-	struct ib_sge sge[RBOND_MAX_SGE];
-	const struct ib_send_wr *bad;
-	struct rbond_swqe *e;
-	unsigned int rail;
-	struct ib_qp *mqp;
-	u8 wc_opcode;
-	u64 bytes = 0;
-	u32 seq;
-	int i, ret;
-
-	switch (wr->opcode) {
-	case IB_WR_SEND:
-	case IB_WR_SEND_WITH_IMM:
-		wc_opcode = IB_WC_SEND;
-		mwr.send = *wr;
-		break;
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		wc_opcode = IB_WC_RDMA_WRITE;
-		mwr.rdma = *rdma_wr(wr);
-		break;
-	case IB_WR_RDMA_READ:
-		wc_opcode = IB_WC_RDMA_READ;
-		mwr.rdma = *rdma_wr(wr);
-		break;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-		wc_opcode = IB_WC_COMP_SWAP;
-		mwr.atomic = *atomic_wr(wr);
-		break;
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		wc_opcode = IB_WC_FETCH_ADD;
-		mwr.atomic = *atomic_wr(wr);
-		break;
-	default:
-		ibdev_dbg(&bond->ibdev, "QP 0x%x: opcode %d not supported\n",
-			  qp->ibqp.qp_num, wr->opcode);
-		return -EINVAL;
-	}
-	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge ||
-	    wr->num_sge > RBOND_MAX_SGE ||
-	    (wc_opcode == IB_WC_RDMA_READ &&
-	     wr->num_sge > bond->attr.max_sge_rd) ||
-	    ((wc_opcode == IB_WC_COMP_SWAP || wc_opcode == IB_WC_FETCH_ADD) &&
-	     wr->num_sge != 1)) {
-		ibdev_dbg(&bond->ibdev, "QP 0x%x: bad num_sge %d\n",
-			  qp->ibqp.qp_num, wr->num_sge);
-		return -EINVAL;
-	}
-	if (!isge) {
-		for (i = 0; i < wr->num_sge; i++)
-			bytes += wr->sg_list[i].length;
-		if (bytes > RBOND_MAX_MSG_SZ) {
-			ibdev_dbg(&bond->ibdev, "QP 0x%x: %llu bytes in one WQE\n",
-				  qp->ibqp.qp_num, bytes);
-			return -EINVAL;
-		}
-		bytes = 0;
-	}
-
-	if (rbond_mrail_active(qp))
-		return rbond_mrail_post_send(qp, wr, wc_opcode, isge);
-
-	rail = rbond_sched_pick_rail(qp, wr);
-	mqp = rail < RBOND_MAX_RAILS ? qp->member[rail] : NULL;
-	if (!mqp)
-		return -EINVAL;	/* home rail lost: QP in error */
-
-	if (isge) {
-		/* Captured inline data: a kernel address, no lkey. */
-		sge[0] = *isge;
-		bytes = isge->length;
-		mwr.send.num_sge = bytes ? 1 : 0;
-	} else {
-		ret = rbond_translate_sges(qp, rail, wr->sg_list, wr->num_sge,
-					   sge, &bytes);
-		if (ret)
-			return ret;
-		mwr.send.send_flags &= ~IB_SEND_INLINE;
-	}
-	mwr.send.next = NULL;
-	mwr.send.sg_list = sge;
-
-	spin_lock(&qp->sq_lock);
-	if (qp->sq_wqes >= qp->cap.max_send_wr ||
-	    qp->sq_head - qp->sq_tail >= qp->slot_cap) {
-		spin_unlock(&qp->sq_lock);
-		return -ENOMEM;
-	}
-	seq = rbond_sq_alloc(qp, wr, wc_opcode, rail, bytes);
-	e = &qp->sq[seq & (qp->sq_size - 1)];
-	if (rbond_mrail_account_old(qp, e))
-		mwr.send.send_flags |= IB_SEND_SIGNALED;
-	spin_unlock(&qp->sq_lock);
-
-	mwr.send.wr_id = rbond_wrid(qp, false, seq);
-	ret = ib_post_send(mqp, &mwr.send, &bad);
-	if (ret) {
-		/* Nothing after us: the post lock is held (RESET takes it). */
-		spin_lock(&qp->sq_lock);
-		rbond_mrail_slot_done(qp, e);	/* undo account_old */
-		rbond_sq_unalloc(qp);
-		spin_unlock(&qp->sq_lock);
-		return ret;
-	}
-	rbond_stat_add(bond, rail, RBOND_STAT_TX_WQES, 1);
-	rbond_stat_add(bond, rail, RBOND_STAT_TX_BYTES, bytes);
-	return 0;
-}
-
-/*
- * The post lock is taken per WQE, as rxe does, so a list of thousands does
- * not keep interrupts off for its whole length; a user QP's inline data is
- * copied from the caller before the lock (it may fault).
- */
-int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr)
-{
-	struct rbond_qp *qp = to_rbond_qp(ibqp);
-	u8 inl[RBOND_MAX_INLINE];
-	unsigned long flags;
-	struct ib_sge isge;
-	bool inline_wr;
-	int ret = 0;
-
-	for (; wr; wr = wr->next) {
-		inline_wr = rbond_wr_inline(wr);
-		if (inline_wr) {
-			ret = rbond_capture_inline(qp, wr, inl, &isge);
-			if (ret)
-				break;
-		}
-		spin_lock_irqsave(&qp->sq_post_lock, flags);
-		ret = rbond_post_one_send(qp, wr, inline_wr ? &isge : NULL);
-		spin_unlock_irqrestore(&qp->sq_post_lock, flags);
-		if (ret)
-			break;
-	}
-	if (ret)
-		*bad_wr = wr;
-	return ret;
-}
-
-static int rbond_post_one_recv(struct rbond_qp *qp,
-			       const struct ib_recv_wr *wr)
-{
-	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
-	struct ib_sge sge[RBOND_MAX_SGE];
-	struct ib_recv_wr mwr = {};
-	const struct ib_recv_wr *bad;
-	unsigned int rail = qp->home;
-	struct ib_qp *mqp = qp->member[rail];
-	u64 bytes;
-	u32 seq;
-	int ret;
-
-	if (!mqp)
-		return -EINVAL;
-	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_recv_sge ||
-	    wr->num_sge > RBOND_MAX_SGE) {
-		ibdev_dbg(&bond->ibdev, "QP 0x%x: bad recv num_sge %d\n",
-			  qp->ibqp.qp_num, wr->num_sge);
-		return -EINVAL;
-	}
-	ret = rbond_translate_sges(qp, rail, wr->sg_list, wr->num_sge, sge,
-				   &bytes);
-	if (ret)
-		return ret;
-
-	spin_lock(&qp->rq_lock);
-	if (qp->rq_head - qp->rq_tail >= qp->cap.max_recv_wr) {
-		spin_unlock(&qp->rq_lock);
-		return -ENOMEM;
-	}
-	seq = qp->rq_head++;
-	qp->rq[seq & (qp->rq_size - 1)] = wr->wr_id;
-	spin_unlock(&qp->rq_lock);
-
-	mwr.wr_id = rbond_wrid(qp, true, seq);
-	mwr.sg_list = sge;
-	mwr.num_sge = wr->num_sge;
-	ret = ib_post_recv(mqp, &mwr, &bad);
-	if (ret) {
-		spin_lock(&qp->rq_lock);
-		qp->rq_head--;
-		spin_unlock(&qp->rq_lock);
-		return ret;
-	}
-	rbond_stat_add(bond, rail, RBOND_STAT_RX_WQES, 1);
-	return 0;
-}
-
-int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		    const struct ib_recv_wr **bad_wr)
-{
-	struct rbond_qp *qp = to_rbond_qp(ibqp);
-	unsigned long flags;
-	int ret = 0;
-
-	for (; wr; wr = wr->next) {
-		spin_lock_irqsave(&qp->rq_post_lock, flags);
-		ret = rbond_post_one_recv(qp, wr);
-		spin_unlock_irqrestore(&qp->rq_post_lock, flags);
-		if (ret) {
-			*bad_wr = wr;
-			break;
-		}
-	}
-	return ret;
-}
-
-/* --- completions (member CQ handlers, cq->lock held) ------------------- */
-
-/* Deliver the WQE at the head of the send queue, if it is done. */
-static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
-{
-	struct rbond_swqe *e = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-	struct ib_wc wc = { .qp = &qp->ibqp, .port_num = RBOND_PORT };
-
-	if (!(e->flags & RBOND_SWQE_DONE))
-		return false;
-	qp->sq_tail++;
-	if (e->flags & RBOND_SWQE_CHUNK) {
-		rbond_qp_fold_chunk(qp, e);
-		return true;
-	}
-	qp->sq_wqes--;
-	rbond_qp_unfold_chunks(qp, e);
-	/*
-	 * RC: after the first error every WQE completes flushed, also those
-	 * another rail had already carried.
-	 */
-	if (qp->sq_failed && e->status == IB_WC_SUCCESS) {
-		e->status = IB_WC_WR_FLUSH_ERR;
-		e->byte_len = 0;
-	} else if (!qp->sq_failed && e->status != IB_WC_SUCCESS) {
-		qp->sq_failed = true;
-		rbond_mrail_qp_failed(qp);
-	}
-	if (!(e->flags & RBOND_SWQE_SIGNALED) && e->status == IB_WC_SUCCESS)
-		return true;
-	wc.wr_id = e->wr_id;
-	wc.status = e->status;
-	wc.opcode = e->opcode;
-	wc.vendor_err = e->vendor_err;
-	wc.byte_len = e->byte_len;
-	*added |= rbond_cq_push(qp->scq, &wc);
-	return true;
-}
-
-/*
- * Deliver the completed WQEs at the head of the send queue, in posting
- * order, then post the WQEs that waited for them (multi-rail); again until
- * neither makes progress: a waiting WQE whose post fails completes at once
- * and must be delivered too.  scq->lock and sq_lock held.  True when a
- * completion was added to the bond CQ.
- */
-static bool rbond_qp_deliver(struct rbond_qp *qp)
-{
-	bool added = false;
-
-	do {
-		while (qp->sq_tail != qp->sq_head &&
-		       rbond_qp_deliver_one(qp, &added))
-			;
-	} while (rbond_mrail_drain(qp));
-	return added;
-}
-
-/*
- * @rail's member QP is gone (rail removal, bond->lock held): its WQEs that
- * had not completed (their completions, if any, were processed when the
- * member was destroyed) never will.  As RC does on a broken connection,
- * they complete with a flush error in posting order: the first of them is
- * the QP's first error, everything after it flushes (rbond_qp_deliver) and
- * the QP goes to error (rbond_mrail_qp_failed).
- */
-static void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
-{
-	struct rbond_cq *cq = qp->scq;
-	bool added = false, found = false, notify, overflow;
-	unsigned long flags;
-	u32 s;
-
-	spin_lock_irqsave(&cq->lock, flags);
-	spin_lock(&qp->sq_lock);
-	for (s = qp->sq_tail; s != qp->sq_head; s++) {
-		struct rbond_swqe *e = &qp->sq[s & (qp->sq_size - 1)];
-
-		if (e->rail != rail || (e->flags & RBOND_SWQE_DONE))
-			continue;
-		rbond_mrail_slot_done(qp, e);
-		e->status = IB_WC_WR_FLUSH_ERR;
-		e->vendor_err = 0;
-		e->flags |= RBOND_SWQE_DONE;
-		found = true;
-	}
-	if (found) {
-		ibdev_dbg(qp->ibqp.device,
-			  "QP 0x%x: WQEs on removed rail %u flushed\n",
-			  qp->ibqp.qp_num, rail);
-		added = rbond_qp_deliver(qp);
-	}
-	spin_unlock(&qp->sq_lock);
-	notify = added && cq->notify;
-	if (notify)
-		cq->notify = 0;
-	overflow = cq->overflow;
-	cq->overflow = false;
-	spin_unlock_irqrestore(&cq->lock, flags);
-	rbond_cq_notify(cq, notify, overflow);
-}
-
-/*
- * The post path completed a WQE itself, without posting it (the QP is in
- * error: rbond_mrail_post_send): deliver it now, nothing else would.
- * sq_post_lock held (interrupts off), sq_lock not.  The consumer is
- * notified from the CQ's tasklet, never from inside post_send.
- */
-void rbond_qp_deliver_posted(struct rbond_qp *qp)
-{
-	struct rbond_cq *cq = qp->scq;
-
-	spin_lock(&cq->lock);
-	spin_lock(&qp->sq_lock);
-	if (rbond_qp_deliver(qp) || cq->overflow)
-		rbond_cq_kick(cq);
-	spin_unlock(&qp->sq_lock);
-	spin_unlock(&cq->lock);
-}
-
-static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
-			     const struct ib_wc *mwc, u32 seq)
-{
-	struct rbond_swqe *e;
-	bool added = false;
-	unsigned int rail;
-	u32 s;
-
-	spin_lock(&qp->sq_lock);
-	if (seq - qp->sq_tail >= qp->sq_head - qp->sq_tail) {
-		spin_unlock(&qp->sq_lock);
-		ibdev_dbg(&bond->ibdev, "QP 0x%x: stale send completion\n",
-			  qp->ibqp.qp_num);
-		return false;
-	}
-	e = &qp->sq[seq & (qp->sq_size - 1)];
-	rail = e->rail;
-	if (!(e->flags & RBOND_SWQE_DONE))
-		rbond_mrail_slot_done(qp, e);
-	e->status = mwc->status;
-	e->vendor_err = mwc->vendor_err;
-	if (mwc->status == IB_WC_SUCCESS)
-		e->byte_len = mwc->byte_len;
-	e->flags |= RBOND_SWQE_DONE;
-
-	/* RC: earlier (unsignaled) WQEs on the same rail are complete too. */
-	for (s = qp->sq_tail; s != seq; s++) {
-		struct rbond_swqe *p = &qp->sq[s & (qp->sq_size - 1)];
-
-		if (p->rail == rail && !(p->flags & RBOND_SWQE_DONE)) {
-			rbond_mrail_slot_done(qp, p);
-			p->flags |= RBOND_SWQE_DONE;
-			p->status = IB_WC_SUCCESS;
-		}
-	}
-
-	added = rbond_qp_deliver(qp);
-	spin_unlock(&qp->sq_lock);
-
-	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
-	if (mwc->status != IB_WC_SUCCESS)
-		rbond_stat_add(bond, rail, RBOND_STAT_ERRORS, 1);
-	return added;
-}
-
-static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
-			     const struct ib_wc *mwc, u32 seq)
-{
-	struct ib_wc wc = *mwc;
-
-	spin_lock(&qp->rq_lock);
-	if (seq - qp->rq_tail >= qp->rq_head - qp->rq_tail) {
-		spin_unlock(&qp->rq_lock);
-		ibdev_dbg(&bond->ibdev, "QP 0x%x: stale recv completion\n",
-			  qp->ibqp.qp_num);
-		return false;
-	}
-	/*
-	 * One receive queue on the home rail: completes in order (RESET
-	 * drops what was outstanding: rbond_qp_reset).
-	 */
-	if (seq != qp->rq_tail)
-		ibdev_dbg(&bond->ibdev, "QP 0x%x: receive %u completed, %u expected\n",
-			  qp->ibqp.qp_num, seq, qp->rq_tail);
-	wc.wr_id = qp->rq[seq & (qp->rq_size - 1)];
-	qp->rq_tail = seq + 1;
-	spin_unlock(&qp->rq_lock);
-
-	wc.qp = &qp->ibqp;
-	wc.port_num = RBOND_PORT;
-	if (wc.status != IB_WC_SUCCESS)
-		wc.opcode = IB_WC_RECV;
-
-	rbond_stat_add(bond, qp->home, RBOND_STAT_COMPLETIONS, 1);
-	if (wc.status == IB_WC_SUCCESS)
-		rbond_stat_add(bond, qp->home, RBOND_STAT_RX_BYTES,
-			       wc.byte_len);
-	else
-		rbond_stat_add(bond, qp->home, RBOND_STAT_ERRORS, 1);
-	return rbond_cq_push(qp->rcq, &wc);
-}
-
-/*
- * One member completion.  Caller holds cq->lock (the CQ it came from), which
- * keeps the QP found in qp_xa alive: destroy_qp erases it first, then takes
- * every CQ lock of the QP before returning.
- */
-bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
-			 const struct ib_wc *mwc)
-{
-	u32 id = mwc->wr_id >> RBOND_WRID_ID_SHIFT;
-	u32 seq = lower_32_bits(mwc->wr_id);
-	struct rbond_qp *qp;
-
-	qp = xa_load(&bond->qp_xa, id);
-	if (!qp)
-		return false;	/* QP being destroyed */
-	if (mwc->wr_id & RBOND_WRID_RECV) {
-		if (WARN_ON_ONCE(qp->rcq != cq))
-			return false;
-		return rbond_qp_recv_wc(bond, qp, mwc, seq);
-	}
-	if (WARN_ON_ONCE(qp->scq != cq))
-		return false;
-	return rbond_qp_send_wc(bond, qp, mwc, seq);
 }
 
 /* --- rdma res show qp -dd ------------------------------------------------ */

@@ -2,23 +2,17 @@
 /*
  * rdma_bond: the scheduler.
  *
- * Single-rail QPs (no peer negotiation, or a plain peer) use their home
- * rail: rbond_sched_pick_rail().  For a multi-rail QP, rbond_mrail.c asks
- * rbond_sched_allowed() which rails a WQE of a class may use now (ordering,
- * READ slots; none: the WQE waits for completions), rbond_sched_pick() for
- * one of them by the device's policy, and reports every member WQE posted
- * and completed.  All under the QP's sq_lock; nothing sleeps.
+ * The post path (rbond_post.c) asks rbond_sched_allowed() which rails a
+ * WQE of a class may use now (ordering, READ slots, rail windows; none:
+ * the WQE waits for completions), rbond_sched_pick() for one of them by
+ * the device's policy, and reports every member WQE of a multi-rail QP
+ * posted and completed.  A QP with one rail up gets its home rail.  All
+ * under the QP's sq_lock, except rbond_sched_release(); nothing sleeps.
  */
 #include <linux/hash.h>
 #include <linux/ktime.h>
 
-#include "rbond_sched.h"
-
-unsigned int rbond_sched_pick_rail(struct rbond_qp *qp,
-				   const struct ib_send_wr *wr)
-{
-	return qp->home;
-}
+#include "rbond.h"
 
 /*
  * The rails of @rails with a free READ/atomic slot (@rd_max per member QP)
@@ -88,54 +82,119 @@ static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
 	return best;
 }
 
+static unsigned int rbond_pick_active_backup(struct rbond_sched *s,
+					     unsigned long allowed, u64 len)
+{
+	return allowed & BIT(s->home) ? s->home : __ffs(allowed);
+}
+
+/* The QP's rails by hash of its QPN: QPs spread, each on one rail. */
+#define RBOND_QP_HASH_BITS	8
+
+static unsigned int rbond_pick_qp_hash(struct rbond_sched *s,
+				       unsigned long allowed, u64 len)
+{
+	unsigned int i, n = 0;
+	unsigned int k = hash_32(s->qpn, RBOND_QP_HASH_BITS) %
+			 hweight_long(allowed);
+
+	for_each_set_bit(i, &allowed, RBOND_MAX_RAILS)
+		if (n++ == k)
+			return i;
+	return __ffs(allowed);
+}
+
+static unsigned int rbond_pick_round_robin(struct rbond_sched *s,
+					   unsigned long allowed, u64 len)
+{
+	unsigned int i, k;
+
+	for (k = 1; k <= RBOND_MAX_RAILS; k++) {
+		i = (s->rr + k) % RBOND_MAX_RAILS;
+		if (allowed & BIT(i)) {
+			s->rr = i;
+			return i;
+		}
+	}
+	return __ffs(allowed);
+}
+
+/* Bytes sent so far per unit of link speed: the least loaded rail. */
+static unsigned int rbond_pick_weighted(struct rbond_sched *s,
+					unsigned long allowed, u64 len)
+{
+	unsigned int i, best = __ffs(allowed);
+	u64 c, best_cost = U64_MAX;
+
+	for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
+		c = div_u64(s->sbytes[i] << 4, s->weight[i] ?: 1);
+		if (c < best_cost) {
+			best_cost = c;
+			best = i;
+		}
+	}
+	return best;
+}
+
 /*
- * One rail of @allowed by the device's policy @pol for @len bytes; only a
- * rail that is up (a rail being removed left rails_up first), else
- * RBOND_MAX_RAILS, which rbond_post_slot() refuses.
+ * The policies, as rtrs' path selectors: a pick function each (called with
+ * at least two rails, all up) and what else the policy implies.
+ */
+const struct rbond_policy_ops rbond_policies[RBOND_NR_POLICIES] = {
+	[RBOND_POLICY_ADAPTIVE] = {
+		.name = "adaptive",
+		.pick = rbond_sched_adaptive,
+		.stripes = true,
+		.windowed = true,
+	},
+	[RBOND_POLICY_ROUND_ROBIN] = {
+		.name = "round-robin",
+		.pick = rbond_pick_round_robin,
+		.stripes = true,
+	},
+	[RBOND_POLICY_WEIGHTED] = {
+		.name = "weighted",
+		.pick = rbond_pick_weighted,
+		.stripes = true,
+	},
+	[RBOND_POLICY_ACTIVE_BACKUP] = {
+		.name = "active-backup",
+		.pick = rbond_pick_active_backup,
+	},
+	[RBOND_POLICY_QP_HASH] = {
+		.name = "qp-hash",
+		.pick = rbond_pick_qp_hash,
+	},
+};
+
+const char *rbond_policy_name(unsigned int i)
+{
+	return i < RBOND_NR_POLICIES ? rbond_policies[i].name : "?";
+}
+
+/**
+ * rbond_sched_pick() - one rail for a WQE, by the device's policy
+ * @s: the QP's scheduler
+ * @pol: the policy
+ * @allowed: the rails the WQE may use now
+ * @len: its bytes
+ *
+ * Only a rail that is up (a rail being removed left rails_up first).
+ * Locks: the QP's sq_lock held.
+ * Return: the rail, or RBOND_MAX_RAILS (none), which rbond_post_chunk()
+ * refuses.
  */
 unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
 			      unsigned long allowed, u64 len)
 {
-	unsigned int i, best, n = 0, k;
-	u64 best_cost = U64_MAX;
-
 	allowed &= s->rails_up;
 	if (!allowed)
 		return RBOND_MAX_RAILS;
 	if (allowed == BIT(s->home))
 		return s->home;
-	best = __ffs(allowed);
-	switch (pol) {
-	case RBOND_POLICY_ACTIVE_BACKUP:
-		return allowed & BIT(s->home) ? s->home : __ffs(allowed);
-	case RBOND_POLICY_QP_HASH:
-		k = hash_32(s->qpn, 8) % hweight_long(allowed);
-		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS)
-			if (n++ == k)
-				return i;
-		return __ffs(allowed);
-	case RBOND_POLICY_ROUND_ROBIN:
-		for (k = 1; k <= RBOND_MAX_RAILS; k++) {
-			i = (s->rr + k) % RBOND_MAX_RAILS;
-			if (allowed & BIT(i)) {
-				s->rr = i;
-				return i;
-			}
-		}
-		return __ffs(allowed);
-	case RBOND_POLICY_WEIGHTED:
-		for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
-			u64 c = div_u64(s->sbytes[i] << 4, s->weight[i] ?: 1);
-
-			if (c < best_cost) {
-				best_cost = c;
-				best = i;
-			}
-		}
-		return best;
-	default:
-		return rbond_sched_adaptive(s, allowed, len);
-	}
+	if (pol >= RBOND_NR_POLICIES)
+		pol = RBOND_POLICY_ADAPTIVE;
+	return rbond_policies[pol].pick(s, allowed, len);
 }
 
 /* A rail with fewer member WQEs than this in flight has room, whatever their size */
@@ -164,7 +223,7 @@ static unsigned long rbond_sched_room(const struct rbond_sched *s,
 	unsigned int r, n = 0;
 
 	if (!win || hweight_long(rails) < 2 ||
-	    READ_ONCE(s->bond->policy) != RBOND_POLICY_ADAPTIVE)
+	    !rbond_policy_windowed(READ_ONCE(s->bond->policy)))
 		return rails;
 	for (r = 0; r < RBOND_MAX_RAILS; r++)
 		n += s->inflight[r];

@@ -10,7 +10,28 @@
 #ifndef RBOND_SCHED_H
 #define RBOND_SCHED_H
 
-#include "rbond.h"
+#include <linux/types.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_bond-abi.h>
+
+struct rbond_dev;
+struct rbond_swqe;
+
+enum rbond_policy {
+	RBOND_POLICY_ADAPTIVE,
+	RBOND_POLICY_ROUND_ROBIN,
+	RBOND_POLICY_WEIGHTED,
+	RBOND_POLICY_ACTIVE_BACKUP,
+	RBOND_POLICY_QP_HASH,
+	RBOND_NR_POLICIES
+};
+
+enum rbond_ordering {
+	RBOND_ORDER_STRICT,
+	RBOND_ORDER_RELAXED_MR,
+	RBOND_ORDER_RELAXED,
+	RBOND_NR_ORDERINGS
+};
 
 /*
  * Ordering classes.  An RDMA WRITE (READ) whose remote key is being
@@ -33,12 +54,6 @@ enum rbond_class {
 
 #define RBOND_CL_UNRESOLVED(cl)	((cl) + RBOND_CL_UWRITE - RBOND_CL_WRITE)
 
-/* Shadow slot flags of a WQE the scheduler accounts (rbond_swqe.flags) */
-#define RBOND_SWQE_RD		BIT(3)	/* holds a READ/atomic slot */
-#define RBOND_SWQE_CL_SHIFT	4
-#define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
-#define RBOND_SWQE_MRAIL	BIT(7)	/* accounted here */
-
 /* A READ or atomic: takes a max_rd_atomic slot (by WR, or by WC opcode) */
 static inline bool rbond_wr_is_rd(enum ib_wr_opcode op)
 {
@@ -52,7 +67,11 @@ static inline bool rbond_wc_is_rd(enum ib_wc_opcode op)
 	       op == IB_WC_FETCH_ADD;
 }
 
-/* Per multi-rail QP (qp->sq_lock) */
+/*
+ * Per QP (qp->sq_lock).  A QP that may use more than one rail accounts
+ * every member WQE here from its first; one that may not only uses
+ * rails_up (its home rail).
+ */
 struct rbond_sched {
 	struct rbond_dev *bond;
 	unsigned int home;
@@ -67,6 +86,35 @@ struct rbond_sched {
 	u32 unres_rkey[2];		/* key of the unresolved WQE in flight */
 	u32 rr;
 };
+
+/**
+ * struct rbond_policy_ops - a scheduling policy
+ * @name: its name (sysfs "bond/policy", module parameter policy)
+ * @pick: one rail of @allowed (two or more rails, all up) for @len bytes
+ * @stripes: a large relaxed WQE may be split over rails
+ * @windowed: relaxed WQEs wait for room in the rails' windows
+ */
+struct rbond_policy_ops {
+	const char *name;
+	unsigned int (*pick)(struct rbond_sched *s, unsigned long allowed,
+			     u64 len);
+	bool stripes;
+	bool windowed;
+};
+
+extern const struct rbond_policy_ops rbond_policies[RBOND_NR_POLICIES];
+
+const char *rbond_policy_name(unsigned int i);
+
+static inline bool rbond_policy_stripes(enum rbond_policy pol)
+{
+	return pol < RBOND_NR_POLICIES && rbond_policies[pol].stripes;
+}
+
+static inline bool rbond_policy_windowed(enum rbond_policy pol)
+{
+	return pol < RBOND_NR_POLICIES && rbond_policies[pol].windowed;
+}
 
 unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 				  const struct ib_send_wr *wr,

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: the completion path, one for every QP.
+ *
+ * A member completion names its slot by wr_id (qp id, recv flag, slot
+ * sequence: rbond_post.c).  rbond_qp_process_wc() completes the slot (and,
+ * RC, the unsignaled slots before it on the same rail), tells the
+ * scheduler, and delivers: the send shadow queue is drained strictly in
+ * posting order, so the application sees its completions in posting order
+ * whatever rail carried each WQE; a WQE split into chunks completes once,
+ * with its whole byte count.  Then the WQEs that waited for completions
+ * go out (rbond_post_drain).  Receives complete in order on the home rail.
+ *
+ * Runs from the bond CQ's tasklet (rbond_cq.c) with the CQ's lock held,
+ * and from rail removal.
+ */
+#include "rbond.h"
+#include "rbond_mrail.h"
+
+/*
+ * A WQE split into chunks (multi-rail) completes once, on its last chunk:
+ * the earlier chunks' byte counts and first error are carried to it, so the
+ * application sees the whole WQE's byte_len.  sq_lock held.
+ */
+static void rbond_qp_fold_chunk(struct rbond_qp *qp,
+				const struct rbond_swqe *e)
+{
+	lockdep_assert_held(&qp->sq_lock);
+	qp->chunk_bytes += e->byte_len;
+	if (e->status != IB_WC_SUCCESS && qp->chunk_status == IB_WC_SUCCESS) {
+		qp->chunk_status = e->status;
+		qp->chunk_vendor_err = e->vendor_err;
+	}
+}
+
+static void rbond_qp_unfold_chunks(struct rbond_qp *qp, struct rbond_swqe *e)
+{
+	e->byte_len += qp->chunk_bytes;
+	if (qp->chunk_status != IB_WC_SUCCESS && e->status == IB_WC_SUCCESS) {
+		e->status = qp->chunk_status;
+		e->vendor_err = qp->chunk_vendor_err;
+	}
+	qp->chunk_bytes = 0;
+	qp->chunk_status = IB_WC_SUCCESS;
+	qp->chunk_vendor_err = 0;
+}
+
+/* Complete every outstanding WQE with IB_WC_WR_FLUSH_ERR (member gone). */
+void rbond_qp_flush(struct rbond_qp *qp)
+{
+	struct ib_wc wc = { .qp = &qp->ibqp, .port_num = RBOND_PORT };
+	unsigned long flags;
+	bool notify;
+
+	spin_lock_irqsave(&qp->scq->lock, flags);
+	spin_lock(&qp->sq_lock);
+	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
+		struct rbond_swqe *e = rbond_sq_slot(qp, qp->sq_tail);
+
+		if (!(e->flags & RBOND_SWQE_DONE))
+			rbond_sched_done(&qp->s, e);	/* rails' accounting */
+		if (e->flags & RBOND_SWQE_CHUNK) {
+			/* reported with its WQE's last chunk */
+			rbond_qp_fold_chunk(qp, e);
+			continue;
+		}
+		qp->sq_wqes--;
+		rbond_qp_unfold_chunks(qp, e);
+		if ((e->flags & RBOND_SWQE_DONE) &&
+		    e->status == IB_WC_SUCCESS &&
+		    !(e->flags & RBOND_SWQE_SIGNALED))
+			continue;
+		wc.wr_id = e->wr_id;
+		wc.opcode = e->opcode;
+		wc.status = (e->flags & RBOND_SWQE_DONE) ? e->status :
+							     IB_WC_WR_FLUSH_ERR;
+		wc.byte_len = e->byte_len;
+		rbond_cq_push(qp->scq, &wc);
+	}
+	spin_unlock(&qp->sq_lock);
+	notify = qp->scq->notify && qp->scq->head != qp->scq->tail;
+	if (notify)
+		qp->scq->notify = 0;
+	spin_unlock_irqrestore(&qp->scq->lock, flags);
+	rbond_cq_notify(qp->scq, notify, false);
+
+	spin_lock_irqsave(&qp->rcq->lock, flags);
+	spin_lock(&qp->rq_lock);
+	for (; qp->rq_tail != qp->rq_head; qp->rq_tail++) {
+		wc.wr_id = qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+		wc.opcode = IB_WC_RECV;
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		wc.byte_len = 0;
+		rbond_cq_push(qp->rcq, &wc);
+	}
+	spin_unlock(&qp->rq_lock);
+	notify = qp->rcq->notify && qp->rcq->head != qp->rcq->tail;
+	if (notify)
+		qp->rcq->notify = 0;
+	spin_unlock_irqrestore(&qp->rcq->lock, flags);
+	rbond_cq_notify(qp->rcq, notify, false);
+}
+
+/* --- completions (member CQ handlers, cq->lock held) ------------------- */
+
+/* Deliver the WQE at the head of the send queue, if it is done. */
+static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
+{
+	struct rbond_swqe *e = rbond_sq_slot(qp, qp->sq_tail);
+	struct ib_wc wc = { .qp = &qp->ibqp, .port_num = RBOND_PORT };
+
+	if (!(e->flags & RBOND_SWQE_DONE))
+		return false;
+	qp->sq_tail++;
+	if (e->flags & RBOND_SWQE_CHUNK) {
+		rbond_qp_fold_chunk(qp, e);
+		return true;
+	}
+	qp->sq_wqes--;
+	rbond_qp_unfold_chunks(qp, e);
+	/*
+	 * RC: after the first error every WQE completes flushed, also those
+	 * another rail had already carried.
+	 */
+	if (qp->sq_failed && e->status == IB_WC_SUCCESS) {
+		e->status = IB_WC_WR_FLUSH_ERR;
+		e->byte_len = 0;
+	} else if (!qp->sq_failed && e->status != IB_WC_SUCCESS) {
+		qp->sq_failed = true;
+		rbond_post_flush_pending(qp);
+		rbond_mrail_qp_failed(qp);
+	}
+	if (!(e->flags & RBOND_SWQE_SIGNALED) && e->status == IB_WC_SUCCESS)
+		return true;
+	wc.wr_id = e->wr_id;
+	wc.status = e->status;
+	wc.opcode = e->opcode;
+	wc.vendor_err = e->vendor_err;
+	wc.byte_len = e->byte_len;
+	*added |= rbond_cq_push(qp->scq, &wc);
+	return true;
+}
+
+/*
+ * Deliver the completed WQEs at the head of the send queue, in posting
+ * order, then post the WQEs that waited for them (multi-rail); again until
+ * neither makes progress: a waiting WQE whose post fails completes at once
+ * and must be delivered too.  scq->lock and sq_lock held.  True when a
+ * completion was added to the bond CQ.
+ */
+static bool rbond_qp_deliver(struct rbond_qp *qp)
+{
+	bool added = false;
+
+	lockdep_assert_held(&qp->scq->lock);
+	lockdep_assert_held(&qp->sq_lock);
+	do {
+		while (qp->sq_tail != qp->sq_head &&
+		       rbond_qp_deliver_one(qp, &added))
+			;
+	} while (qp->pend && rbond_post_drain(qp));
+	return added;
+}
+
+/*
+ * @rail's member QP is gone (rail removal, bond->lock held): its WQEs that
+ * had not completed (their completions, if any, were processed when the
+ * member was destroyed) never will.  As RC does on a broken connection,
+ * they complete with a flush error in posting order: the first of them is
+ * the QP's first error, everything after it flushes (rbond_qp_deliver) and
+ * the QP goes to error (rbond_mrail_qp_failed).
+ */
+void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
+{
+	struct rbond_cq *cq = qp->scq;
+	bool added = false, found = false, notify, overflow;
+	unsigned long flags;
+	u32 s;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	spin_lock(&qp->sq_lock);
+	for (s = qp->sq_tail; s != qp->sq_head; s++) {
+		struct rbond_swqe *e = rbond_sq_slot(qp, s);
+
+		if (e->rail != rail || (e->flags & RBOND_SWQE_DONE))
+			continue;
+		rbond_sched_done(&qp->s, e);
+		e->status = IB_WC_WR_FLUSH_ERR;
+		e->vendor_err = 0;
+		e->flags |= RBOND_SWQE_DONE;
+		found = true;
+	}
+	if (found) {
+		ibdev_dbg(qp->ibqp.device,
+			  "QP 0x%x: WQEs on removed rail %u flushed\n",
+			  qp->ibqp.qp_num, rail);
+		added = rbond_qp_deliver(qp);
+	}
+	spin_unlock(&qp->sq_lock);
+	notify = added && cq->notify;
+	if (notify)
+		cq->notify = 0;
+	overflow = cq->overflow;
+	cq->overflow = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	rbond_cq_notify(cq, notify, overflow);
+}
+
+/*
+ * The post path completed a WQE itself, without posting it (the QP is in
+ * error: rbond_mrail_post_send): deliver it now, nothing else would.
+ * sq_post_lock held (interrupts off), sq_lock not.  The consumer is
+ * notified from the CQ's tasklet, never from inside post_send.
+ */
+void rbond_qp_deliver_posted(struct rbond_qp *qp)
+{
+	struct rbond_cq *cq = qp->scq;
+
+	spin_lock(&cq->lock);
+	spin_lock(&qp->sq_lock);
+	if (rbond_qp_deliver(qp) || cq->overflow)
+		rbond_cq_kick(cq);
+	spin_unlock(&qp->sq_lock);
+	spin_unlock(&cq->lock);
+}
+
+static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
+			     const struct ib_wc *mwc, u32 seq)
+{
+	struct rbond_swqe *e;
+	bool added = false;
+	unsigned int rail;
+	u32 s;
+
+	spin_lock(&qp->sq_lock);
+	if (seq - qp->sq_tail >= qp->sq_head - qp->sq_tail) {
+		spin_unlock(&qp->sq_lock);
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: stale send completion\n",
+			  qp->ibqp.qp_num);
+		return false;
+	}
+	e = rbond_sq_slot(qp, seq);
+	rail = e->rail;
+	if (!(e->flags & RBOND_SWQE_DONE))
+		rbond_sched_done(&qp->s, e);
+	e->status = mwc->status;
+	e->vendor_err = mwc->vendor_err;
+	if (mwc->status == IB_WC_SUCCESS)
+		e->byte_len = mwc->byte_len;
+	e->flags |= RBOND_SWQE_DONE;
+
+	/* RC: earlier (unsignaled) WQEs on the same rail are complete too. */
+	for (s = qp->sq_tail; s != seq; s++) {
+		struct rbond_swqe *p = rbond_sq_slot(qp, s);
+
+		if (p->rail == rail && !(p->flags & RBOND_SWQE_DONE)) {
+			rbond_sched_done(&qp->s, p);
+			p->flags |= RBOND_SWQE_DONE;
+			p->status = IB_WC_SUCCESS;
+		}
+	}
+
+	added = rbond_qp_deliver(qp);
+	spin_unlock(&qp->sq_lock);
+
+	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
+	if (mwc->status != IB_WC_SUCCESS)
+		rbond_stat_add(bond, rail, RBOND_STAT_ERRORS, 1);
+	return added;
+}
+
+static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
+			     const struct ib_wc *mwc, u32 seq)
+{
+	struct ib_wc wc = *mwc;
+
+	spin_lock(&qp->rq_lock);
+	if (seq - qp->rq_tail >= qp->rq_head - qp->rq_tail) {
+		spin_unlock(&qp->rq_lock);
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: stale recv completion\n",
+			  qp->ibqp.qp_num);
+		return false;
+	}
+	/*
+	 * One receive queue on the home rail: completes in order (RESET
+	 * drops what was outstanding: rbond_qp_reset).
+	 */
+	if (seq != qp->rq_tail)
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: receive %u completed, %u expected\n",
+			  qp->ibqp.qp_num, seq, qp->rq_tail);
+	wc.wr_id = qp->rq[seq & (qp->rq_size - 1)];
+	qp->rq_tail = seq + 1;
+	spin_unlock(&qp->rq_lock);
+
+	wc.qp = &qp->ibqp;
+	wc.port_num = RBOND_PORT;
+	if (wc.status != IB_WC_SUCCESS)
+		wc.opcode = IB_WC_RECV;
+
+	rbond_stat_add(bond, qp->home, RBOND_STAT_COMPLETIONS, 1);
+	if (wc.status == IB_WC_SUCCESS)
+		rbond_stat_add(bond, qp->home, RBOND_STAT_RX_BYTES,
+			       wc.byte_len);
+	else
+		rbond_stat_add(bond, qp->home, RBOND_STAT_ERRORS, 1);
+	return rbond_cq_push(qp->rcq, &wc);
+}
+
+/*
+ * One member completion.  Caller holds cq->lock (the CQ it came from), which
+ * keeps the QP found in qp_xa alive: destroy_qp erases it first, then takes
+ * every CQ lock of the QP before returning.
+ */
+bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
+			 const struct ib_wc *mwc)
+{
+	u32 id = mwc->wr_id >> RBOND_WRID_ID_SHIFT;
+	u32 seq = lower_32_bits(mwc->wr_id);
+	struct rbond_qp *qp;
+
+	lockdep_assert_held(&cq->lock);
+	qp = xa_load(&bond->qp_xa, id);
+	if (!qp)
+		return false;	/* QP being destroyed */
+	if (mwc->wr_id & RBOND_WRID_RECV) {
+		if (WARN_ON_ONCE(qp->rcq != cq))
+			return false;
+		return rbond_qp_recv_wc(bond, qp, mwc, seq);
+	}
+	if (WARN_ON_ONCE(qp->scq != cq))
+		return false;
+	return rbond_qp_send_wc(bond, qp, mwc, seq);
+}

@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: multi-rail, the QP side.
+ *
+ * A QP created while multi-rail is on (module parameter multirail) on a
+ * bond with two rails or more gets a struct rbond_mqp: the state of its
+ * negotiation with the peer (rbond_negotiate.c), the extra-rail member QPs
+ * and whether they are up.  This file holds that object, the registry that
+ * finds it by QPN (control messages name QPs), the hooks the QP object
+ * calls (create, modify, RESET, destroy, rail removal, error), the
+ * counters, and the table of control-message handlers the control channel
+ * dispatches to (rbond_ctrl.c imports nothing of multi-rail).
+ */
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/sched/signal.h>
+#include <net/ipv6.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/rdma_netlink.h>
+
+#include "rbond_mqp.h"
+
+bool rbond_multirail = true;
+module_param_named(multirail, rbond_multirail, bool, 0644);
+MODULE_PARM_DESC(multirail,
+		 "Negotiate extra rails with bond peers for QPs created while set (default on)");
+
+static unsigned int rbond_upgrade_wait_ms = 1000;
+module_param_named(upgrade_wait_ms, rbond_upgrade_wait_ms, uint, 0644);
+MODULE_PARM_DESC(upgrade_wait_ms,
+		 "How long modify_qp(RTS) waits for the extra rails (ms, default 1000, 0: not at all)");
+
+struct rbond_mstats rbond_mstats;
+
+/* the registry: rbond_mq_hash, mq->registered */
+DEFINE_MUTEX(rbond_mq_mutex);
+static DEFINE_HASHTABLE(rbond_mq_hash, 8);
+
+static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
+{
+	struct rbond_mstats *s = &rbond_mstats;
+
+	return sysfs_emit(buf,
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\n",
+			  atomic64_read(&rbond_ctrl_stats.probes_failed),
+			  atomic64_read(&s->qp_up),
+			  atomic64_read(&s->rkey_hits),
+			  atomic64_read(&s->rkey_misses),
+			  atomic64_read(&s->rkey_invals),
+			  atomic64_read(&s->inval_timeouts),
+			  atomic64_read(&rbond_ctrl_stats.bad_msgs),
+			  atomic64_read(&s->striped),
+			  atomic64_read(&s->chunks),
+			  atomic64_read(&s->waits),
+			  atomic64_read(&s->qp_failed));
+}
+
+static const struct kernel_param_ops rbond_mstats_ops = {
+	.get = rbond_mstats_get,
+};
+
+module_param_cb(mrail_stats, &rbond_mstats_ops, NULL, 0444);
+MODULE_PARM_DESC(mrail_stats, "Multi-rail counters (read only)");
+
+__be32 rbond_gid_ipv4(const u8 *gid)
+{
+	const struct in6_addr *a = (const struct in6_addr *)gid;
+
+	return ipv6_addr_v4mapped(a) ? a->s6_addr32[3] : 0;
+}
+
+/* --- registry -------------------------------------------------------------- */
+
+struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn)
+{
+	struct rbond_mqp *mq;
+
+	lockdep_assert_held(&rbond_mq_mutex);
+	hash_for_each_possible(rbond_mq_hash, mq, hnode, qpn)
+		if (mq->registered && mq->home_dev == dev &&
+		    mq->qp->ibqp.qp_num == qpn)
+			return mq;
+	return NULL;
+}
+
+/**
+ * rbond_mq_for_each() - call @fn for every multi-rail QP of @bond
+ * @bond: the bond
+ * @fn: the function
+ * @arg: its argument
+ *
+ * Locks: rbond_mq_mutex held.
+ */
+void rbond_mq_for_each(struct rbond_dev *bond,
+		       void (*fn)(struct rbond_mqp *mq, void *arg), void *arg)
+{
+	struct rbond_mqp *mq;
+	unsigned int bkt;
+
+	lockdep_assert_held(&rbond_mq_mutex);
+	hash_for_each(rbond_mq_hash, bkt, mq, hnode)
+		if (mq->bond == bond)
+			fn(mq, arg);
+}
+
+void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay)
+{
+	mod_delayed_work(rbond_wq, &mq->work, delay);
+}
+
+/* --- QP hooks --------------------------------------------------------------- */
+
+static void rbond_mq_fail_work(struct work_struct *work);
+
+/* The QP no longer counts for its CQs' member sizes.  bond->lock held. */
+static void rbond_mrail_unsize(struct rbond_qp *qp, struct rbond_mqp *mq)
+{
+	if (!mq->sized)
+		return;
+	qp->scq->mrail_wr -= qp->slot_cap;
+	qp->rcq->mrail_wr -= qp->cap.max_recv_wr;
+	mq->sized = false;
+}
+
+void rbond_mrail_qp_create(struct rbond_qp *qp)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	__be32 addrs[RBOND_MAX_RAILS] = {};
+	struct rbond_mqp *mq;
+	unsigned int i, n = 0;
+
+	if (!READ_ONCE(rbond_multirail))
+		return;
+	mq = kzalloc(sizeof(*mq), GFP_KERNEL);
+	if (!mq)
+		return;		/* single-rail */
+	mq->qp = qp;
+	mq->bond = bond;
+	get_random_bytes(mq->nonce, sizeof(mq->nonce));
+	mutex_init(&mq->lock);
+	spin_lock_init(&mq->attr_lock);
+	INIT_DELAYED_WORK(&mq->work, rbond_mq_work);
+	INIT_WORK(&mq->fail_work, rbond_mq_fail_work);
+	init_waitqueue_head(&mq->up_wq);
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		mq->m[i].peer = -1;
+
+	mutex_lock(&bond->lock);
+	mq->home_dev = bond->rails[qp->home].ibdev;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (!rbond_rail_present(bond, i))
+			continue;
+		addrs[i] = rbond_ndev_ipv4(bond->rails[i].ndev);
+		n++;
+	}
+	if (n >= 2) {
+		/* member CQs for all-signaled member WQEs (rbond_cq_fit) */
+		qp->scq->mrail_wr += qp->slot_cap;
+		qp->rcq->mrail_wr += qp->cap.max_recv_wr;
+		mq->sized = true;
+		if (rbond_cq_fit(qp->scq) || rbond_cq_fit(qp->rcq)) {
+			rbond_mrail_unsize(qp, mq);
+			n = 0;		/* stays single-rail */
+		}
+	}
+	mutex_unlock(&bond->lock);
+	if (n < 2) {
+		kfree(mq);
+		return;
+	}
+	/* Listeners first: the peer may ask as soon as it knows our QPN. */
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		rbond_ctrl_listen(addrs[i]);
+
+	qp->mrail = mq;
+	mutex_lock(&rbond_mq_mutex);
+	hash_add(rbond_mq_hash, &mq->hnode, qp->ibqp.qp_num);
+	mq->registered = true;
+	mutex_unlock(&rbond_mq_mutex);
+}
+
+/*
+ * modify_qp (bond->lock held, the home member modified): the extra-rail
+ * members follow the application's error state and access rights, so that
+ * a QP moved to error or stripped of remote access no longer gives the
+ * peer access over the other rails either.  Never atomics (see
+ * rbond_mq_create_members).  A member that cannot take the new rights
+ * (no such transition in its state) goes to error if rights were revoked
+ * (@old: the application's rights before).
+ */
+static void rbond_mrail_mirror(struct rbond_qp *qp,
+			       const struct ib_qp_attr *attr, int mask,
+			       int old)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct ib_qp_attr a = {};
+	bool revoke = false;
+	unsigned int i;
+	int ret;
+
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_ERR) {
+		a.qp_state = IB_QPS_ERR;
+		mask = IB_QP_STATE;
+	} else if ((mask & IB_QP_ACCESS_FLAGS) &&
+		   attr->qp_access_flags != old) {
+		a.qp_access_flags = attr->qp_access_flags &
+				    ~IB_ACCESS_REMOTE_ATOMIC;
+		mask = IB_QP_ACCESS_FLAGS;
+		revoke = old & ~attr->qp_access_flags;
+	} else {
+		return;
+	}
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+		struct ib_qp *mqp = m->published ? qp->member[i] : m->qp;
+
+		if (i == qp->home || !mqp || m->state == RBOND_M_ERR)
+			continue;
+		ret = ib_modify_qp(mqp, &a, mask);
+		if (ret && mask == IB_QP_ACCESS_FLAGS && !revoke)
+			continue;	/* keeps what it had, no more */
+		if (ret && mask == IB_QP_ACCESS_FLAGS) {
+			a.qp_state = IB_QPS_ERR;
+			ret = ib_modify_qp(mqp, &a, IB_QP_STATE);
+			a.qp_state = 0;
+			m->state = RBOND_M_ERR;
+		}
+		if (ret)
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: rail %u: mirror 0x%x failed: %d\n",
+				  qp->ibqp.qp_num, i, mask, ret);
+		if (mask == IB_QP_STATE)
+			m->state = RBOND_M_ERR;
+	}
+}
+
+/* From modify_qp (bond->lock held): remember the application's attributes. */
+void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
+			     int mask)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long flags;
+	bool kick = false;
+	int old_access;
+
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (!mq)
+		return;
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	old_access = mq->app.qp_access_flags;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		mq->app.qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PATH_MTU)
+		mq->app.path_mtu = attr->path_mtu;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		mq->app.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		mq->app.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_TIMEOUT)
+		mq->app.timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		mq->app.retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		mq->app.rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		mq->app.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		mq->peer_qpn = attr->dest_qp_num;
+	if (mask & IB_QP_AV) {
+		mq->app.ah_attr.grh.traffic_class =
+			attr->ah_attr.grh.traffic_class;
+		if (attr->ah_attr.ah_flags & IB_AH_GRH)
+			mq->peer_addr =
+				rbond_gid_ipv4(attr->ah_attr.grh.dgid.raw);
+	}
+	mq->app_mask |= mask;
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTR) {
+		mq->have_rtr = true;
+		kick = true;
+	}
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTS) {
+		mq->have_rts = true;
+		kick = true;
+	}
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	rbond_mrail_mirror(qp, attr, mask, old_access);
+	if (kick)
+		rbond_mq_kick(mq, 0);
+}
+
+/* mq->lock, which orders before bond->lock, for modify_qp(RESET) */
+void rbond_mrail_lock(struct rbond_qp *qp)
+{
+	if (qp->mrail)
+		mutex_lock(&qp->mrail->lock);
+}
+
+void rbond_mrail_unlock(struct rbond_qp *qp)
+{
+	if (qp->mrail)
+		mutex_unlock(&qp->mrail->lock);
+}
+
+/*
+ * modify_qp(RESET) (mq->lock and bond->lock held; the shadow queues are
+ * empty, the published extra-rail members destroyed by rbond_qp_reset()):
+ * back to a QP that has not negotiated, so that one connected again
+ * (maybe to another peer) renegotiates from scratch - new members, new
+ * control connection, nothing of the old peer's.
+ */
+/*
+ * RESET, the send queue's part (sq_post_lock and sq_lock held, the shadow
+ * queue just emptied): back to the home rail, nothing waiting, nothing in
+ * flight.
+ */
+void rbond_mrail_qp_reset_sq(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	lockdep_assert_held(&qp->sq_lock);
+	if (!mq)
+		return;
+	WRITE_ONCE(mq->up, false);
+}
+
+/* RESET, the rest (after rbond_mrail_qp_reset_sq, no spinlock held). */
+void rbond_mrail_qp_reset(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct rbond_conn *conn, *req_conn, *rsp_conn;
+	unsigned long flags;
+	unsigned int i;
+
+	if (!mq)
+		return;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		if (m->qp && !m->published)
+			ib_destroy_qp(m->qp);
+		memset(m, 0, sizeof(*m));
+		m->peer = -1;
+	}
+	mq->created = false;
+	mq->rsp_ok = false;
+	mq->have_peer = false;
+	mq->peer_nrails = 0;
+	mq->tries = 0;
+	conn = mq->conn;
+	mq->conn = NULL;
+	WRITE_ONCE(mq->gave_up, false);
+
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	mq->have_rtr = false;
+	mq->have_rts = false;
+	mq->peer_addr = 0;
+	mq->peer_qpn = 0;
+	mq->req_pending = false;
+	mq->rsp_pending = false;
+	req_conn = mq->req_conn;
+	mq->req_conn = NULL;
+	rsp_conn = mq->rsp_conn;
+	mq->rsp_conn = NULL;
+	/* a new connection, new nonces: the old peer's echo is void */
+	mq->have_peer_nonce = false;
+	memset(mq->peer_nonce, 0, sizeof(mq->peer_nonce));
+	get_random_bytes(mq->nonce, sizeof(mq->nonce));
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	rbond_conn_put(conn);
+	rbond_conn_put(req_conn);
+	rbond_conn_put(rsp_conn);
+}
+
+/* Before destroy: nothing of ours may touch the QP afterwards. */
+void rbond_mrail_qp_destroy(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	unsigned int i;
+
+	if (!mq)
+		return;
+	mutex_lock(&rbond_mq_mutex);
+	if (mq->registered)
+		hash_del(&mq->hnode);
+	mq->registered = false;
+	mutex_unlock(&rbond_mq_mutex);
+	cancel_delayed_work_sync(&mq->work);
+	mutex_lock(&mq->lock);
+	WRITE_ONCE(mq->dead, true);	/* also: no new fail_work */
+	mutex_unlock(&mq->lock);
+
+	mutex_lock(&bond->lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (mq->m[i].qp && !mq->m[i].published)
+			ib_destroy_qp(mq->m[i].qp);
+		mq->m[i].qp = NULL;
+	}
+	mutex_unlock(&bond->lock);
+}
+
+void rbond_mrail_qp_free(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	if (!mq)
+		return;
+	/*
+	 * Only now: the QP is out of qp_xa and its CQs' locks were taken
+	 * since, so no completion is being processed that could queue the
+	 * work again (rbond_mrail_qp_failed).
+	 */
+	cancel_work_sync(&mq->fail_work);
+	mutex_lock(&mq->bond->lock);
+	rbond_mrail_unsize(qp, mq);
+	mutex_unlock(&mq->bond->lock);
+	qp->mrail = NULL;
+	rbond_conn_put(mq->conn);
+	rbond_conn_put(mq->req_conn);
+	rbond_conn_put(mq->rsp_conn);
+	kfree(mq);
+}
+
+/* bond->lock held: @rail's member device goes away. */
+void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (!mq)
+		return;
+	if (mq->m[rail].qp && !mq->m[rail].published)
+		ib_destroy_qp(mq->m[rail].qp);
+	mq->m[rail].qp = NULL;
+	mq->m[rail].state = RBOND_M_ERR;
+}
+
+/*
+ * RC after an error: the QP is in error and every later WQE completes with
+ * a flush error.  The completion path (rbond_comp.c) flushes in posting order
+ * from the first error it delivers; here every member QP (home and extra
+ * rails: the failed rail may not be the home rail) goes to error too, so
+ * the receive queue flushes, query_qp says so, and new WQEs (posted on the
+ * home rail from now on) flush.  Runs once everything posted before the
+ * failed WQE has completed: no earlier WQE is flushed by it.
+ */
+static void rbond_mq_fail_work(struct work_struct *work)
+{
+	struct rbond_mqp *mq = container_of(work, struct rbond_mqp, fail_work);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rbond_qp *qp = mq->qp;
+	unsigned int i;
+	int ret;
+
+	mutex_lock(&mq->bond->lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (!qp->member[i])
+			continue;
+		ret = ib_modify_qp(qp->member[i], &attr, IB_QP_STATE);
+		if (ret)
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: rail %u to error: %d\n",
+				  qp->ibqp.qp_num, i, ret);
+	}
+	qp->state = IB_QPS_ERR;
+	mutex_unlock(&mq->bond->lock);
+}
+
+/* sq_lock held: the first error completion was just delivered. */
+void rbond_mrail_qp_failed(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	lockdep_assert_held(&qp->sq_lock);
+	if (!mq)
+		return;		/* single rail: the member QP flushes itself */
+	atomic64_inc(&rbond_mstats.qp_failed);
+	if (!READ_ONCE(mq->dead))	/* destroy_qp cancels it later */
+		queue_work(system_unbound_wq, &mq->fail_work);
+}
+
+/*
+ * Process context, no lock held, right after the application moved the QP
+ * to RTS: give the negotiation a bounded chance to finish before the first
+ * WQE.  Otherwise every WQE posted before it finishes runs on the home rail
+ * (the upgrade ramp), which for an application that posts its whole
+ * transfer at once (perftest with a deep queue) is all of it.  A peer that
+ * is not a bond gives up at once (negative cache) or within the wait; one
+ * whose QP is not yet at RTR (it connects after us) costs at most the wait.
+ */
+void rbond_mrail_wait_up(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	if (!mq || !READ_ONCE(rbond_upgrade_wait_ms))
+		return;
+	wait_event_killable_timeout(mq->up_wq, READ_ONCE(mq->up) ||
+				    READ_ONCE(mq->gave_up),
+				    msecs_to_jiffies(READ_ONCE(rbond_upgrade_wait_ms)));
+}
+
+/* The data path switches to the rails (sq_lock held, any context). */
+void rbond_mq_set_up(struct rbond_mqp *mq)
+{
+	WRITE_ONCE(mq->up, true);
+	wake_up_all(&mq->up_wq);
+}
+
+/* The QP stays single-rail (mq->lock held). */
+void rbond_mq_give_up(struct rbond_mqp *mq)
+{
+	lockdep_assert_held(&mq->lock);
+	WRITE_ONCE(mq->gave_up, true);
+	wake_up_all(&mq->up_wq);
+}
+
+/**
+ * rbond_mrail_up() - whether @qp's extra rails are published
+ * @qp: the QP
+ *
+ * Until then (and for good on a single-rail QP) a WQE may use the home
+ * rail only.  Any context.
+ */
+bool rbond_mrail_up(const struct rbond_qp *qp)
+{
+	return qp->mrail && READ_ONCE(qp->mrail->up);
+}
+
+int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long flags, rails;
+	bool up;
+
+	if (!mq)
+		return 0;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	up = mq->up;
+	rails = qp->s.rails_up;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (rdma_nl_put_driver_string(msg, "multirail",
+				      up ? "up" : mq->gave_up ? "single" :
+				      "negotiating") ||
+	    rdma_nl_put_driver_u32_hex(msg, "rails_up", rails))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* An active connection is up: the QPs waiting for it go on. */
+static void rbond_mrail_conn_up(struct rbond_conn *conn)
+{
+	struct rbond_mqp *mq;
+	unsigned int bkt;
+
+	mutex_lock(&rbond_mq_mutex);
+	hash_for_each(rbond_mq_hash, bkt, mq, hnode)
+		if (mq->conn == conn)
+			rbond_mq_kick(mq, 0);
+	mutex_unlock(&rbond_mq_mutex);
+}
+
+/* --- the control channel's handlers ------------------------------------------ */
+
+static void rbond_mrail_conn_down(struct rbond_conn *conn)
+{
+	rbond_inval_wake(conn);
+}
+
+static const struct rbond_ctrl_ops rbond_mrail_ctrl_ops = {
+	.msg = {
+		[RBOND_MSG_QP_REQ] = rbond_handle_qp_msg,
+		[RBOND_MSG_QP_RSP] = rbond_handle_qp_msg,
+		[RBOND_MSG_RKEY_REQ] = rbond_handle_rkey_req,
+		[RBOND_MSG_RKEY_RSP] = rbond_handle_rkey_rsp,
+		[RBOND_MSG_INVAL] = rbond_handle_inval,
+		[RBOND_MSG_INVAL_ACK] = rbond_handle_inval_ack,
+	},
+	.conn_up = rbond_mrail_conn_up,
+	.conn_down = rbond_mrail_conn_down,
+	.conn_release = rbond_rkey_conn_release,
+	.rkey_work = rbond_rkey_fetch_work,
+};
+
+int rbond_mrail_init(void)
+{
+	rbond_ctrl_register(&rbond_mrail_ctrl_ops);
+	return 0;
+}
+
+void rbond_mrail_exit(void)
+{
+	rbond_ctrl_exit();
+}

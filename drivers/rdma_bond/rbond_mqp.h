@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * rdma_bond: multi-rail internals, shared by rbond_mqp.c (the multi-rail
+ * state of a QP, its registry and the hooks the QP calls),
+ * rbond_negotiate.c (the negotiation of extra rails with the peer) and
+ * rbond_rkey.c (remote-key translation and revocation).
+ *
+ * Locks: mq->lock (mutex, the negotiation's state) -> bond->lock -> ...;
+ * rbond_mq_mutex (registry) -> bond->lock; the QP's data-path state under
+ * qp->sq_lock; mq->attr_lock (irqsave) for the application's attributes
+ * and the inbox from the control channel.
+ */
+#ifndef RBOND_MQP_H
+#define RBOND_MQP_H
+
+#include "rbond.h"
+#include "rbond_ctrl.h"
+#include "rbond_mrail.h"
+
+#define RBOND_MQ_RETRY_MS	200
+#define RBOND_MQ_MAX_TRIES	50
+#define RBOND_RKEY_MAX		1024
+#define RBOND_RKEY_RETRY	(HZ / 2)
+#define RBOND_RKEY_TRIES	8
+#define RBOND_RKEY_NEG_TTL	(10 * HZ)	/* a refused key is asked again */
+#define RBOND_INVAL_TIMEOUT	(2 * HZ)
+
+enum rbond_mstate {
+	RBOND_M_NONE,
+	RBOND_M_INIT,
+	RBOND_M_RTR,
+	RBOND_M_RTS,
+	RBOND_M_ERR,
+};
+
+struct rbond_member_qp {
+	struct ib_qp *qp;
+	u32 psn;
+	u8 state;		/* enum rbond_mstate */
+	s8 peer;		/* index into peer rails, -1 unpaired */
+	bool published;		/* owned by qp->member[] */
+	__be32 addr;
+};
+
+struct rbond_mqp {
+	struct rbond_qp *qp;
+	struct rbond_dev *bond;
+	struct hlist_node hnode;	/* rbond_mq_hash, rbond_mq_mutex */
+	bool registered;
+	struct ib_device *home_dev;
+	struct mutex lock;		/* the work's state */
+	struct delayed_work work;
+	struct work_struct fail_work;	/* members to error, see qp_failed */
+	bool dead;
+	bool sized;			/* counted in its CQs' mrail_wr */
+
+	spinlock_t attr_lock;		/* app attrs, inbox */
+	struct ib_qp_attr app;
+	int app_mask;
+	bool have_rtr, have_rts;
+	__be32 peer_addr;
+	u32 peer_qpn;
+	u8 nonce[8];			/* ours, random, constant */
+	/* inbox from the control channel */
+	bool req_pending;
+	struct rbond_conn *req_conn;
+	struct rbond_msg req;
+	bool rsp_pending;
+	struct rbond_conn *rsp_conn;
+	struct rbond_msg rsp;
+	/* the peer QP's nonce (attr_lock to write; set once) */
+	bool have_peer_nonce;
+	u8 peer_nonce[8];
+
+	/* work state (mq->lock) */
+	struct rbond_conn *conn;	/* our active connection */
+	unsigned int tries;
+	bool rsp_ok, gave_up, created;
+	wait_queue_head_t up_wq;	/* up or gave_up: rbond_mrail_wait_up() */
+	bool have_peer;
+	u8 peer_nrails;
+	struct rbond_msg_rail peer_rail[RBOND_MAX_RAILS];
+	struct rbond_member_qp m[RBOND_MAX_RAILS];
+
+	/* extra rails published (qp->sq_lock to write) */
+	bool up;
+};
+
+struct rbond_rkey {
+	struct hlist_node node;
+	struct rcu_head rcu;
+	u32 rkey;
+	u32 src_qpn, dst_qpn;
+	u8 echo[8];		/* the owner QP's nonce, for RKEY_REQ */
+	u8 state;
+	u8 tries;
+	bool relaxed;
+	u8 rail_valid;
+	u32 access;
+	unsigned long stamp;
+	u32 rail_rkey[RBOND_MAX_RAILS];
+};
+
+enum { RBOND_RK_PENDING, RBOND_RK_SENT, RBOND_RK_VALID, RBOND_RK_NEG };
+
+struct rbond_handed {
+	struct hlist_node node;
+	u32 rkey;
+	struct rbond_mr *mr;
+};
+
+struct rbond_invw {
+	struct list_head list;
+	u32 rkey;
+	bool done;
+};
+
+/* rbond_mqp.c */
+extern struct mutex rbond_mq_mutex;
+struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn);
+void rbond_mq_for_each(struct rbond_dev *bond,
+		       void (*fn)(struct rbond_mqp *mq, void *arg), void *arg);
+void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay);
+void rbond_mq_set_up(struct rbond_mqp *mq);
+void rbond_mq_give_up(struct rbond_mqp *mq);
+__be32 rbond_gid_ipv4(const u8 *gid);
+
+/* rbond_negotiate.c */
+void rbond_mq_work(struct work_struct *work);
+void rbond_handle_qp_msg(struct rbond_conn *conn, const struct rbond_msg *m);
+
+/* rbond_rkey.c */
+void rbond_handle_rkey_req(struct rbond_conn *conn, const struct rbond_msg *m);
+void rbond_handle_rkey_rsp(struct rbond_conn *conn, const struct rbond_msg *m);
+void rbond_handle_inval(struct rbond_conn *conn, const struct rbond_msg *m);
+void rbond_handle_inval_ack(struct rbond_conn *conn,
+			    const struct rbond_msg *m);
+void rbond_rkey_fetch_work(struct work_struct *work);
+void rbond_rkey_conn_release(struct rbond_conn *conn);
+void rbond_inval_wake(struct rbond_conn *conn);
+
+#endif /* RBOND_MQP_H */

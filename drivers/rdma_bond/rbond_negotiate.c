@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: multi-rail, the negotiation of extra rails.
+ *
+ * When a bond QP reaches RTR, its work item (rbond_wq) creates one member
+ * QP per extra rail, connects the control channel from its home rail
+ * address to the peer's primary address, and sends QP_REQ naming the peer
+ * bond QP by (connection = primary GID, dst_qpn = the dest_qp_num the
+ * application set).  The peer module answers with its own member QPNs,
+ * PSNs and rail addresses once its QP is at RTR and connected back to us
+ * (authentication by the connection, privileged ports and nonces).  Each
+ * side pairs each local rail with the peer rail that the routing table
+ * reaches through that rail's netdev and brings its member QPs to RTR/RTS
+ * with the application's attributes.  A side uses its extra rails only
+ * after a positive QP_RSP (the peer's members are at RTR towards ours):
+ * rbond_mq_publish() adds them to the QP's rails (rails_up) at once, the
+ * scheduler having accounted every WQE posted before.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/sched/signal.h>
+#include <net/ipv6.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/rdma_netlink.h>
+
+#include "rbond_mqp.h"
+
+/* --- member QPs (work, mq->lock and bond->lock held) ------------------------ */
+
+static void rbond_member_event(struct ib_event *ev, void *ctx)
+{
+	pr_debug("extra-rail member QP event %d\n", ev->event);
+}
+
+static int rbond_mq_create_members(struct rbond_mqp *mq)
+{
+	struct rbond_dev *bond = mq->bond;
+	struct rbond_qp *qp = mq->qp;
+	struct ib_qp_attr attr = {};
+	unsigned int i;
+	int n = 0;
+
+	if (qp->state == IB_QPS_ERR)
+		return 0;	/* went to error before we got here */
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+		struct ib_qp_init_attr init = {};
+		struct ib_qp *mqp;
+
+		if (i == qp->home || !rbond_rail_present(bond, i) ||
+		    m->qp || m->state == RBOND_M_ERR)
+			continue;
+		if (!qp->pd->member[i] || !qp->scq->member[i] ||
+		    !qp->rcq->member[i])
+			continue;
+		m->addr = rbond_ndev_ipv4(bond->rails[i].ndev);
+		if (!m->addr)
+			continue;
+		init.qp_type = IB_QPT_RC;
+		init.send_cq = qp->scq->member[i];
+		init.recv_cq = qp->rcq->member[i];
+		init.qp_context = qp;
+		init.event_handler = rbond_member_event;
+		init.sq_sig_type = IB_SIGNAL_REQ_WR;
+		init.cap.max_send_wr = qp->slot_cap;
+		init.cap.max_send_sge = qp->cap.max_send_sge;
+		init.cap.max_inline_data = qp->cap.max_inline_data;
+		init.cap.max_recv_wr = 1;
+		init.cap.max_recv_sge = 1;
+		init.port_num = bond->rails[i].port;
+		mqp = ib_create_qp(qp->pd->member[i], &init);
+		if (IS_ERR(mqp)) {
+			m->state = RBOND_M_ERR;
+			continue;
+		}
+		attr.qp_state = IB_QPS_INIT;
+		attr.pkey_index = 0;
+		attr.port_num = bond->rails[i].port;
+		/*
+		 * Never atomics: a peer atomic on an extra rail would not be
+		 * atomic with respect to those on the home rail.
+		 */
+		attr.qp_access_flags = ((mq->app_mask & IB_QP_ACCESS_FLAGS) ?
+			mq->app.qp_access_flags :
+			IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ) &
+			~IB_ACCESS_REMOTE_ATOMIC;
+		if (ib_modify_qp(mqp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+				 IB_QP_PORT | IB_QP_ACCESS_FLAGS)) {
+			ib_destroy_qp(mqp);
+			m->state = RBOND_M_ERR;
+			continue;
+		}
+		m->qp = mqp;
+		m->psn = get_random_u32() & 0xffffff;
+		m->state = RBOND_M_INIT;
+		n++;
+	}
+	return n;
+}
+
+struct rbond_resolve_ctx {
+	struct completion comp;
+	int status;
+};
+
+static void rbond_resolve_cb(int status, struct sockaddr *src,
+			     struct rdma_dev_addr *addr, void *context)
+{
+	struct rbond_resolve_ctx *ctx = context;
+
+	ctx->status = status;
+	complete(&ctx->comp);
+}
+
+/*
+ * Neighbour resolution of a peer rail address (blocks up to 1 s, the peer
+ * chooses the address): no lock held.  Out of the rail's netdev, like
+ * resolution by its GID would (set_addr_netns_by_gid_rcu()).
+ */
+static int rbond_resolve_dmac(int ifindex, __be32 saddr, __be32 daddr,
+			      u8 *dmac, int *hoplimit)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = saddr };
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = daddr };
+	struct rdma_dev_addr dev_addr = {};
+	struct rbond_resolve_ctx ctx;
+	int ret;
+
+	dev_addr.net = &init_net;
+	dev_addr.bound_dev_if = ifindex;
+	init_completion(&ctx.comp);
+	ret = rdma_resolve_ip((struct sockaddr *)&src,
+			      (struct sockaddr *)&dst, &dev_addr, 1000,
+			      rbond_resolve_cb, false, &ctx);
+	if (ret)
+		return ret;
+	wait_for_completion(&ctx.comp);
+	if (ctx.status)
+		return ctx.status;
+	memcpy(dmac, dev_addr.dst_dev_addr, ETH_ALEN);
+	*hoplimit = dev_addr.hoplimit;
+	return 0;
+}
+
+/*
+ * How to bring one member QP to RTR, worked out under bond->lock, its
+ * neighbour resolved without it (rbond_mq_resolve()).
+ */
+struct rbond_rtr_plan {
+	s8 peer;		/* index into mq->peer_rail, -1: nothing to do */
+	bool resolved;
+	int ifindex;
+	__be32 daddr;
+	int hop;
+	u8 dmac[ETH_ALEN];
+};
+
+/* Pair rail @i with a peer rail reachable through its netdev. */
+static int rbond_mq_pair(struct rbond_mqp *mq, unsigned int i,
+			 unsigned long used)
+{
+	struct rbond_dev *bond = mq->bond;
+	unsigned int j, k;
+
+	for (k = 0; k < RBOND_MAX_RAILS; k++)
+		if (k != i && mq->m[k].peer >= 0)
+			used |= BIT(mq->m[k].peer);
+	for (j = 1; j < mq->peer_nrails; j++) {
+		__be32 pa = rbond_gid_ipv4(mq->peer_rail[j].gid);
+
+		if (!pa || (used & BIT(j)))
+			continue;
+		if (rbond_route_via(bond->rails[i].ndev, mq->m[i].addr, pa))
+			return j;
+	}
+	return -1;
+}
+
+/* A rail's share for the scheduler: its port's signalling rate. */
+static u32 rbond_port_weight(const struct ib_port_attr *pattr)
+{
+	int width = ib_width_enum_to_int(pattr->active_width);
+
+	return pattr->active_speed && width > 0 ?
+	       pattr->active_speed * width : 1;
+}
+
+/* bond->lock held: which peer rail each member in INIT pairs with. */
+static void rbond_mq_plan(struct rbond_mqp *mq,
+			  struct rbond_rtr_plan plan[RBOND_MAX_RAILS])
+{
+	struct rbond_dev *bond = mq->bond;
+	unsigned long used = 0;
+	unsigned int i;
+	int j;
+
+	lockdep_assert_held(&bond->lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		plan[i].peer = -1;
+		plan[i].resolved = false;
+		if (!mq->have_peer || !m->qp || m->state != RBOND_M_INIT ||
+		    !bond->rails[i].ndev)
+			continue;
+		j = rbond_mq_pair(mq, i, used);
+		if (j < 0)
+			continue;
+		used |= BIT(j);
+		plan[i].peer = j;
+		plan[i].ifindex = bond->rails[i].ndev->ifindex;
+		plan[i].daddr = rbond_gid_ipv4(mq->peer_rail[j].gid);
+	}
+}
+
+/* No lock held (mq->lock only): the neighbours of the planned rails. */
+static void rbond_mq_resolve(struct rbond_mqp *mq,
+			     struct rbond_rtr_plan plan[RBOND_MAX_RAILS])
+{
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_rtr_plan *p = &plan[i];
+
+		if (p->peer < 0)
+			continue;
+		p->hop = 64;
+		p->resolved = !rbond_resolve_dmac(p->ifindex, mq->m[i].addr,
+						  p->daddr, p->dmac, &p->hop);
+	}
+}
+
+static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i,
+			const struct rbond_rtr_plan *plan)
+{
+	struct rbond_dev *bond = mq->bond;
+	struct rbond_member_qp *m = &mq->m[i];
+	const struct rbond_msg_rail *pr;
+	const struct ib_gid_attr *sgid;
+	struct ib_qp_attr attr = {};
+	struct ib_port_attr pattr;
+	union ib_gid gid;
+	int ret, j = plan->peer;
+
+	/* the rail may have gone (or come) while we resolved unlocked */
+	if (j < 0 || !plan->resolved || !bond->rails[i].ndev ||
+	    bond->rails[i].ndev->ifindex != plan->ifindex)
+		return -ENOENT;
+	pr = &mq->peer_rail[j];
+	ipv6_addr_set_v4mapped(m->addr, (struct in6_addr *)gid.raw);
+	sgid = rdma_find_gid_by_port(bond->rails[i].ibdev, &gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP,
+				     bond->rails[i].port, NULL);
+	if (IS_ERR(sgid))
+		return PTR_ERR(sgid);
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr.ah_attr, bond->rails[i].port);
+	attr.ah_attr.ah_flags = IB_AH_GRH;
+	memcpy(attr.ah_attr.grh.dgid.raw, pr->gid, 16);
+	attr.ah_attr.grh.sgid_attr = sgid;
+	attr.ah_attr.grh.sgid_index = sgid->index;
+	attr.ah_attr.grh.traffic_class = mq->app.ah_attr.grh.traffic_class;
+	memcpy(attr.ah_attr.roce.dmac, plan->dmac, ETH_ALEN);
+	attr.ah_attr.grh.hop_limit = plan->hop;
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = mq->app.path_mtu;
+	if (!ib_query_port(bond->rails[i].ibdev, bond->rails[i].port,
+			   &pattr) && pattr.active_mtu < attr.path_mtu)
+		attr.path_mtu = pattr.active_mtu;
+	attr.dest_qp_num = be32_to_cpu(pr->qpn);
+	attr.rq_psn = be32_to_cpu(pr->psn);
+	attr.max_dest_rd_atomic = mq->app.max_dest_rd_atomic;
+	attr.min_rnr_timer = mq->app.min_rnr_timer;
+	ret = ib_modify_qp(m->qp, &attr, IB_QP_STATE | IB_QP_AV |
+			   IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (!ret) {
+		m->state = RBOND_M_RTR;
+		m->peer = j;
+		mq->qp->s.weight[i] = rbond_port_weight(&pattr);
+	}
+	rdma_put_gid_attr(sgid);
+	return ret;
+}
+
+static int rbond_mq_rts(struct rbond_mqp *mq, unsigned int i)
+{
+	struct rbond_member_qp *m = &mq->m[i];
+	struct ib_qp_attr attr = {};
+	int ret;
+
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = m->psn;
+	attr.timeout = mq->app.timeout;
+	attr.retry_cnt = mq->app.retry_cnt;
+	attr.rnr_retry = mq->app.rnr_retry;
+	attr.max_rd_atomic = mq->app.max_rd_atomic;
+	ret = ib_modify_qp(m->qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
+			   IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			   IB_QP_MAX_QP_RD_ATOMIC);
+	if (!ret)
+		m->state = RBOND_M_RTS;
+	return ret;
+}
+
+/* Bring every member as far as the information goes (bond->lock held). */
+static void rbond_mq_advance(struct rbond_mqp *mq, bool rts,
+			     const struct rbond_rtr_plan plan[RBOND_MAX_RAILS])
+{
+	unsigned int i;
+
+	if (!mq->have_peer)
+		return;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		if (!m->qp)
+			continue;
+		if (m->state == RBOND_M_INIT && rbond_mq_rtr(mq, i, &plan[i])) {
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: rail %u stays unused (no peer rail)\n",
+				  mq->qp->ibqp.qp_num, i);
+			continue;
+		}
+		if (rts && m->state == RBOND_M_RTR && rbond_mq_rts(mq, i))
+			m->state = RBOND_M_ERR;
+	}
+}
+
+static void rbond_mq_fill_rails(struct rbond_mqp *mq, struct rbond_msg *msg,
+				bool rtr_only)
+{
+	struct rbond_dev *bond = mq->bond;
+	struct net_device *home = bond->rails[mq->qp->home].ndev;
+	unsigned int i, n = 1;
+	struct rbond_msg_rail *r;
+
+	lockdep_assert_held(&bond->lock);
+	r = &msg->qp.rail[0];
+	ipv6_addr_set_v4mapped(home ? rbond_ndev_ipv4(home) : 0,
+			       (struct in6_addr *)r->gid);
+	r->qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+	r->index = mq->qp->home;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		if (!m->qp || m->state == RBOND_M_ERR ||
+		    (rtr_only && m->state < RBOND_M_RTR))
+			continue;
+		r = &msg->qp.rail[n++];
+		ipv6_addr_set_v4mapped(m->addr, (struct in6_addr *)r->gid);
+		r->qpn = cpu_to_be32(m->qp->qp_num);
+		r->psn = cpu_to_be32(m->psn);
+		r->index = i;
+	}
+	msg->qp.nrails = n;
+	msg->src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+}
+
+static void rbond_mq_take_peer(struct rbond_mqp *mq, const struct rbond_msg *m)
+{
+	unsigned int n = min_t(unsigned int, m->qp.nrails, RBOND_MAX_RAILS);
+
+	if (mq->have_peer || n < 2)
+		return;
+	memcpy(mq->peer_rail, m->qp.rail, sizeof(mq->peer_rail));
+	mq->peer_nrails = n;
+	mq->have_peer = true;
+}
+
+/* Switch the data path to multi-rail (mq->lock and bond->lock held). */
+static void rbond_mq_publish(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned long flags, rails = BIT(qp->home);
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (mq->m[i].qp && mq->m[i].state == RBOND_M_RTS &&
+		    !mq->m[i].published)
+			rails |= BIT(i);
+	if (rails == BIT(qp->home))
+		return;
+	if (rbond_post_alloc_pending(qp))
+		return;
+	/* the home rail on the same scale as the members (rbond_mq_rtr) */
+	if (!qp->s.weight[qp->home]) {
+		struct ib_port_attr pattr;
+		struct rbond_rail *home = &mq->bond->rails[qp->home];
+
+		qp->s.weight[qp->home] =
+			home->ibdev && !ib_query_port(home->ibdev, home->port,
+						      &pattr) ?
+			rbond_port_weight(&pattr) : 1;
+	}
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (!qp->s.weight[i])
+			qp->s.weight[i] = qp->s.weight[qp->home];
+
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	spin_lock(&qp->rq_post_lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		if (!(rails & BIT(i)) || i == qp->home)
+			continue;
+		qp->member[i] = mq->m[i].qp;
+		mq->m[i].published = true;
+	}
+	spin_unlock(&qp->rq_post_lock);
+	spin_lock(&qp->sq_lock);
+	/*
+	 * Every WQE so far was accounted and signaled (rbond_post_chunk):
+	 * the scheduler orders the next ones after them, no idle point needed.
+	 */
+	qp->s.rails_up |= rails;
+	rbond_mq_set_up(mq);
+	spin_unlock(&qp->sq_lock);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	atomic64_inc(&rbond_mstats.qp_up);
+	ibdev_dbg(&mq->bond->ibdev, "QP 0x%x: multi-rail up, rails 0x%lx\n",
+		  qp->ibqp.qp_num, rails);
+}
+
+/* The peer QP's nonce, from the first message that carries it (set once). */
+static void rbond_mq_learn_nonce(struct rbond_mqp *mq, const u8 *nonce)
+{
+	static const u8 zero[sizeof(mq->peer_nonce)];
+	unsigned long flags;
+
+	if (!memcmp(nonce, zero, sizeof(zero)))
+		return;
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	if (!mq->have_peer_nonce) {
+		memcpy(mq->peer_nonce, nonce, sizeof(mq->peer_nonce));
+		/* nonce before flag: rbond_rkey_get() reads without the lock */
+		smp_store_release(&mq->have_peer_nonce, true);
+	}
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+}
+
+/*
+ * A QP_RSP is about our QP only if it answers our own QP_REQ: it came on
+ * the connection we asked on (to the peer the application connected to),
+ * from the peer QP the application named, echoing our nonce.
+ */
+static bool rbond_mq_rsp_ours(struct rbond_mqp *mq, struct rbond_conn *conn,
+			      const struct rbond_msg *rsp, __be32 peer_addr,
+			      u32 peer_qpn)
+{
+	return conn && conn == mq->conn && conn->raddr == peer_addr &&
+	       be32_to_cpu(rsp->src_qpn) == peer_qpn &&
+	       !memcmp(rsp->echo, mq->nonce, sizeof(mq->nonce));
+}
+
+/* A QP_REQ is from our peer QP: on a connection it opened from its address. */
+static bool rbond_mq_req_ours(struct rbond_conn *conn,
+			      const struct rbond_msg *req, __be32 peer_addr,
+			      u32 peer_qpn)
+{
+	return conn && !conn->active && conn->raddr == peer_addr &&
+	       be32_to_cpu(req->src_qpn) == peer_qpn;
+}
+
+void rbond_mq_work(struct work_struct *work)
+{
+	struct rbond_mqp *mq = container_of(to_delayed_work(work),
+					    struct rbond_mqp, work);
+	struct rbond_dev *bond = mq->bond;
+	struct rbond_rtr_plan plan[RBOND_MAX_RAILS];
+	struct rbond_conn *req_conn = NULL, *rsp_conn = NULL;
+	struct rbond_msg *msg, req, rsp;
+	bool req_pending, rsp_pending, have_rtr, have_rts, ok;
+	unsigned long flags;
+	__be32 peer_addr, home_addr = 0;
+	u32 peer_qpn, status;
+
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	if (!msg) {
+		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+		return;
+	}
+	mutex_lock(&mq->lock);
+	if (mq->dead)
+		goto out_unlock;
+
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	have_rtr = mq->have_rtr;
+	have_rts = mq->have_rts;
+	peer_addr = mq->peer_addr;
+	peer_qpn = mq->peer_qpn;
+	req_pending = mq->req_pending;
+	mq->req_pending = false;
+	if (req_pending) {
+		req = mq->req;
+		req_conn = mq->req_conn;
+		mq->req_conn = NULL;
+	}
+	rsp_pending = mq->rsp_pending;
+	mq->rsp_pending = false;
+	if (rsp_pending) {
+		rsp = mq->rsp;
+		rsp_conn = mq->rsp_conn;
+		mq->rsp_conn = NULL;
+	}
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+
+	if (!have_rtr) {
+		/* Answer later: keep the request until we reach RTR. */
+		if (req_pending) {
+			spin_lock_irqsave(&mq->attr_lock, flags);
+			if (!mq->req_pending) {
+				mq->req_pending = true;
+				mq->req = req;
+				mq->req_conn = req_conn;
+				req_conn = NULL;
+			}
+			spin_unlock_irqrestore(&mq->attr_lock, flags);
+		}
+		goto out_unlock;
+	}
+	if (mq->gave_up || !peer_addr)
+		goto answer;
+
+	mutex_lock(&bond->lock);
+	if (!rbond_rail_present(bond, mq->qp->home)) {
+		/* The QP is dead with its home rail: nothing to negotiate. */
+		rbond_mq_give_up(mq);
+		mutex_unlock(&bond->lock);
+		goto answer;
+	}
+	home_addr = rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev);
+	if (!mq->created) {
+		mq->created = true;
+		if (!rbond_mq_create_members(mq))
+			rbond_mq_give_up(mq);
+	}
+	if (rsp_pending)
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: QP_RSP from 0x%x: status %u%s\n",
+			  mq->qp->ibqp.qp_num, be32_to_cpu(rsp.src_qpn),
+			  be32_to_cpu(rsp.status),
+			  rsp_conn == mq->conn ? "" : ", not our connection");
+	if (rsp_pending &&
+	    rbond_mq_rsp_ours(mq, rsp_conn, &rsp, peer_addr, peer_qpn)) {
+		switch (be32_to_cpu(rsp.status)) {
+		case RBOND_ST_OK:
+			rbond_mq_learn_nonce(mq, rsp.nonce);
+			rbond_mq_take_peer(mq, &rsp);
+			mq->rsp_ok = true;
+			break;
+		case RBOND_ST_NOT_READY:
+			rbond_mq_learn_nonce(mq, rsp.nonce);
+			break;
+		default:
+			rbond_mq_give_up(mq);
+		}
+	}
+	if (req_pending && rbond_mq_req_ours(req_conn, &req, peer_addr,
+					     peer_qpn)) {
+		rbond_mq_learn_nonce(mq, req.nonce);
+		rbond_mq_take_peer(mq, &req);
+	}
+	/* Not under bond->lock: a neighbour the peer names may not answer. */
+	rbond_mq_plan(mq, plan);
+	mutex_unlock(&bond->lock);
+	rbond_mq_resolve(mq, plan);
+	mutex_lock(&bond->lock);
+	if (!rbond_rail_present(bond, mq->qp->home)) {
+		rbond_mq_give_up(mq);
+		mutex_unlock(&bond->lock);
+		goto answer;
+	}
+	rbond_mq_advance(mq, have_rts, plan);
+	if (mq->rsp_ok && have_rts && !mq->gave_up)
+		rbond_mq_publish(mq);
+	mutex_unlock(&bond->lock);
+
+	/* Our own request, until the peer said yes (or we give up). */
+	if (!mq->rsp_ok && !mq->gave_up) {
+		if (!mq->conn) {
+			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);
+			if (!mq->conn)
+				rbond_mq_give_up(mq);	/* not a bond peer */
+		}
+		if (mq->conn) {
+			enum rbond_conn_state st = READ_ONCE(mq->conn->state);
+
+			if (st == RBOND_CONN_FAILED || st == RBOND_CONN_DEAD ||
+			    ++mq->tries > RBOND_MQ_MAX_TRIES) {
+				rbond_mq_give_up(mq);
+			} else if (st == RBOND_CONN_UP) {
+				memset(msg, 0, sizeof(*msg));
+				mutex_lock(&bond->lock);
+				rbond_mq_fill_rails(mq, msg, false);
+				mutex_unlock(&bond->lock);
+				msg->dst_qpn = cpu_to_be32(peer_qpn);
+				memcpy(msg->nonce, mq->nonce, sizeof(msg->nonce));
+				rbond_ctrl_send(mq->conn, msg,
+						RBOND_MSG_QP_REQ,
+						RBOND_ST_OK);
+			}
+			if (!mq->gave_up)
+				rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+		}
+		if (mq->gave_up)
+			ibdev_dbg(&bond->ibdev, "QP 0x%x stays single-rail\n",
+				  mq->qp->ibqp.qp_num);
+	}
+	if (mq->rsp_ok && !have_rts)
+		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+
+answer:
+	if (req_pending && req_conn) {
+		ok = !mq->gave_up &&
+		     rbond_mq_req_ours(req_conn, &req, peer_addr, peer_qpn);
+		memset(msg, 0, sizeof(*msg));
+		status = RBOND_ST_NOENT;
+		if (ok) {
+			mutex_lock(&bond->lock);
+			ok = rbond_rail_present(bond, mq->qp->home);
+			if (ok)
+				rbond_mq_fill_rails(mq, msg, true);
+			mutex_unlock(&bond->lock);
+		}
+		if (ok) {
+			memcpy(msg->nonce, mq->nonce, sizeof(msg->nonce));
+			status = msg->qp.nrails > 1 ? RBOND_ST_OK :
+						      RBOND_ST_NOT_READY;
+		} else {
+			/* the same answer as for no such QP */
+			memset(msg, 0, sizeof(*msg));
+			msg->src_qpn = req.dst_qpn;
+		}
+		msg->dst_qpn = req.src_qpn;
+		memcpy(msg->echo, req.nonce, sizeof(msg->echo));
+		rbond_ctrl_send(req_conn, msg, RBOND_MSG_QP_RSP, status);
+	}
+out_unlock:
+	mutex_unlock(&mq->lock);
+	rbond_conn_put(req_conn);
+	rbond_conn_put(rsp_conn);
+	kfree(msg);
+}
+
+/* --- QP_REQ / QP_RSP ---------------------------------------------------------- */
+
+/*
+ * QP_REQ arrives on connections the peer opened (passive), QP_RSP on ours
+ * (active).  Whatever cannot be about the named QP is dropped here, before
+ * it can take the one-slot inbox; a QP_REQ gets the same NOENT answer
+ * whether the QP does not exist or is not connected to the asker.
+ */
+void rbond_handle_qp_msg(struct rbond_conn *conn,
+			 const struct rbond_msg *m)
+{
+	bool is_req = m->type == RBOND_MSG_QP_REQ;
+	struct rbond_conn *old = NULL;
+	struct rbond_msg rsp = {};
+	struct rbond_mqp *mq;
+	unsigned long flags;
+	bool take = false;
+
+	if (conn->active == is_req) {
+		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+		return;
+	}
+	mutex_lock(&rbond_mq_mutex);
+	mq = rbond_mq_find(conn->dmadev, be32_to_cpu(m->dst_qpn));
+	if (mq) {
+		spin_lock_irqsave(&mq->attr_lock, flags);
+		if (is_req) {
+			/* before RTR the peer is not known yet: check later */
+			take = !mq->have_rtr ||
+			       rbond_mq_req_ours(conn, m, mq->peer_addr,
+						 mq->peer_qpn);
+			if (take && !mq->req_pending) {
+				mq->req_pending = true;
+				mq->req = *m;
+				old = mq->req_conn;
+				rbond_conn_get(conn);
+				mq->req_conn = conn;
+			}
+		} else {
+			take = conn->raddr == mq->peer_addr &&
+			       be32_to_cpu(m->src_qpn) == mq->peer_qpn &&
+			       !memcmp(m->echo, mq->nonce, sizeof(mq->nonce));
+			if (take && !mq->rsp_pending) {
+				mq->rsp_pending = true;
+				mq->rsp = *m;
+				old = mq->rsp_conn;
+				rbond_conn_get(conn);
+				mq->rsp_conn = conn;
+			}
+		}
+		spin_unlock_irqrestore(&mq->attr_lock, flags);
+		if (take)
+			rbond_mq_kick(mq, 0);
+	}
+	mutex_unlock(&rbond_mq_mutex);
+	rbond_conn_put(old);
+	if (take)
+		return;
+	if (is_req) {
+		rsp.dst_qpn = m->src_qpn;
+		rsp.src_qpn = m->dst_qpn;
+		memcpy(rsp.echo, m->nonce, sizeof(rsp.echo));
+		rbond_ctrl_send(conn, &rsp, RBOND_MSG_QP_RSP, RBOND_ST_NOENT);
+	} else {
+		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+		pr_debug("QP_RSP for QP 0x%x from %pI4 QP 0x%x dropped\n",
+			 be32_to_cpu(m->dst_qpn), &conn->raddr,
+			 be32_to_cpu(m->src_qpn));
+	}
+}

@@ -1,0 +1,752 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: the post path, one for every QP.
+ *
+ * post_send takes a work request through four steps:
+ *
+ *  1. decode (rbond_wqe_decode): opcode, SGE count and lengths against what
+ *     the QP was granted, lkeys, inline data captured at post time - once,
+ *     into a struct rbond_wqe;
+ *  2. plan (rbond_wqe_plan): its ordering class and the rails it may use.
+ *     A QP that cannot use more than one rail (multi-rail off, one rail, a
+ *     plain peer, negotiation not finished) has one allowed rail, its home
+ *     rail; a multi-rail QP whose extra rails are up gets the rails its
+ *     remote key and the device's ordering allow (rbond_rkey_classify);
+ *  3. schedule: the rails the scheduler lets it use now (rbond_sched.c:
+ *     ordering points, READ slots, rail windows; none: the WQE waits in the
+ *     QP's pending ring and goes out on a later completion,
+ *     rbond_post_drain), split into chunks where the class allows;
+ *  4. post: every chunk, and every WQE, goes to a member QP through
+ *     rbond_post_chunk(), the one function that posts application work.
+ *
+ * Every member WQE has a shadow slot (rbond_swqe): the bond's sequence
+ * number of the WQE, the rail it took and its position in that member's
+ * send queue.  The completion path (rbond_comp.c) completes slots and
+ * delivers WQEs in posting order.  Receives go to the home rail.
+ *
+ * post_send/post_recv run in any context and never sleep: the post locks
+ * are irqsave spinlocks and the lkey lookup is RCU.  Locks: sq_post_lock
+ * (posting order; taken per WQE) -> sq_lock (shadow queue, scheduler,
+ * pending ring; also taken inside the CQ lock by the completion path).
+ */
+#include "rbond.h"
+#include "rbond_mrail.h"
+
+/* A send WQE, decoded once; also what waits in the pending ring. */
+struct rbond_wqe {
+	u32 seq;			/* its slot, while it waits */
+	int num_sge;
+	u64 bytes;
+	u8 wc_opcode;			/* enum ib_wc_opcode */
+	bool verbatim;			/* sge[0]: captured inline data */
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_atomic_wr atomic;
+	} wr;
+	struct ib_sge sge[RBOND_MAX_SGE];
+};
+
+static inline u64 rbond_wrid(const struct rbond_qp *qp, bool recv, u32 seq)
+{
+	return ((u64)qp->id << RBOND_WRID_ID_SHIFT) |
+	       (recv ? RBOND_WRID_RECV : 0) | seq;
+}
+
+static u32 rbond_inl_stride(const struct rbond_qp *qp)
+{
+	return ALIGN(qp->cap.max_inline_data, 8);
+}
+
+/*
+ * Translate the SGEs @in for @rail, from byte @off for @len bytes, into
+ * @out; @verbatim: captured inline data, a kernel address without lkey.
+ * Number of SGEs, or -EINVAL for an lkey with no member key on @rail.
+ * RCU read side.
+ */
+static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
+			  const struct ib_sge *in, int num, u64 off, u64 len,
+			  struct ib_sge *out, bool verbatim)
+{
+	int i, n = 0;
+
+	for (i = 0; i < num && len; i++) {
+		struct rbond_mr *mr;
+		u64 l = in[i].length;
+
+		if (off && off >= l) {
+			off -= l;
+			continue;
+		}
+		out[n] = in[i];
+		out[n].addr += off;
+		out[n].length = min_t(u64, l - off, len);
+		len -= out[n].length;
+		off = 0;
+		if (!verbatim) {
+			mr = rbond_mr_lookup(qp->pd, in[i].lkey);
+			if (!mr || !(READ_ONCE(mr->rails) & BIT(rail))) {
+				ibdev_dbg(qp->ibqp.device,
+					  "QP 0x%x: bad lkey 0x%x\n",
+					  qp->ibqp.qp_num, in[i].lkey);
+				return -EINVAL;
+			}
+			out[n].lkey = mr->lkey[rail];
+		}
+		n++;
+	}
+	return n;
+}
+
+/* IB_SEND_INLINE applies to the opcodes that carry data; others ignore it. */
+static bool rbond_wr_inline(const struct ib_send_wr *wr)
+{
+	if (!(wr->send_flags & IB_SEND_INLINE))
+		return false;
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Inline data belongs to the WQE from the moment it is posted: the caller
+ * may reuse its buffer as soon as post_send returns.  Gather it into @buf
+ * (RBOND_MAX_INLINE bytes) and describe it by @sge, a kernel address that
+ * the member QP copies as kernel inline data (a waiting WQE keeps its own
+ * copy in the pending ring).  A user QP's addresses are the caller's:
+ * uverbs posts from the caller's context with no lock held.
+ */
+static int rbond_capture_inline(struct rbond_qp *qp,
+				const struct ib_send_wr *wr, u8 *buf,
+				struct ib_sge *sge)
+{
+	u32 len = 0, l;
+	int i;
+
+	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		l = wr->sg_list[i].length;
+		if (l > qp->cap.max_inline_data - len) {
+			ibdev_dbg(qp->ibqp.device,
+				  "QP 0x%x: inline data over %u bytes\n",
+				  qp->ibqp.qp_num, qp->cap.max_inline_data);
+			return -EINVAL;
+		}
+		if (!qp->user)
+			memcpy(buf + len,
+			       (void *)(uintptr_t)wr->sg_list[i].addr, l);
+		else if (copy_from_user(buf + len,
+					u64_to_user_ptr(wr->sg_list[i].addr),
+					l))
+			return -EFAULT;
+		len += l;
+	}
+	sge->addr = (uintptr_t)buf;
+	sge->length = len;
+	sge->lkey = 0;
+	return 0;
+}
+
+/*
+ * Step 1: decode and check @wr into @w (@isge: its captured inline data,
+ * or NULL).  Every error here is synchronous, with nothing posted.
+ */
+static int rbond_wqe_decode(struct rbond_qp *qp, const struct ib_send_wr *wr,
+			    const struct ib_sge *isge, struct rbond_wqe *w)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	u64 bytes = 0;
+	int i;
+
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		w->wc_opcode = IB_WC_SEND;
+		w->wr.send = *wr;
+		break;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		w->wc_opcode = IB_WC_RDMA_WRITE;
+		w->wr.rdma = *rdma_wr(wr);
+		break;
+	case IB_WR_RDMA_READ:
+		w->wc_opcode = IB_WC_RDMA_READ;
+		w->wr.rdma = *rdma_wr(wr);
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		w->wc_opcode = IB_WC_COMP_SWAP;
+		w->wr.atomic = *atomic_wr(wr);
+		break;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		w->wc_opcode = IB_WC_FETCH_ADD;
+		w->wr.atomic = *atomic_wr(wr);
+		break;
+	default:
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: opcode %d not supported\n",
+			  qp->ibqp.qp_num, wr->opcode);
+		return -EINVAL;
+	}
+	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge ||
+	    wr->num_sge > RBOND_MAX_SGE ||
+	    (w->wc_opcode == IB_WC_RDMA_READ &&
+	     wr->num_sge > bond->attr.max_sge_rd) ||
+	    ((w->wc_opcode == IB_WC_COMP_SWAP ||
+	      w->wc_opcode == IB_WC_FETCH_ADD) && wr->num_sge != 1)) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: bad num_sge %d\n",
+			  qp->ibqp.qp_num, wr->num_sge);
+		return -EINVAL;
+	}
+	w->wr.send.next = NULL;
+	if (isge) {
+		/* captured inline data: a kernel address, no lkey */
+		w->verbatim = true;
+		w->sge[0] = *isge;
+		w->num_sge = isge->length ? 1 : 0;
+		w->bytes = isge->length;
+		return 0;
+	}
+	w->verbatim = false;
+	w->wr.send.send_flags &= ~IB_SEND_INLINE;
+	for (i = 0; i < wr->num_sge; i++)
+		bytes += wr->sg_list[i].length;
+	if (bytes > RBOND_MAX_MSG_SZ) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: %llu bytes in one WQE\n",
+			  qp->ibqp.qp_num, bytes);
+		return -EINVAL;
+	}
+	/* every lkey now: the rails' keys are checked per chunk */
+	rcu_read_lock();
+	for (i = 0; i < wr->num_sge; i++) {
+		if (!rbond_mr_lookup(qp->pd, wr->sg_list[i].lkey)) {
+			rcu_read_unlock();
+			ibdev_dbg(&bond->ibdev, "QP 0x%x: bad lkey 0x%x\n",
+				  qp->ibqp.qp_num, wr->sg_list[i].lkey);
+			return -EINVAL;
+		}
+	}
+	rcu_read_unlock();
+	memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+	w->num_sge = wr->num_sge;
+	w->bytes = bytes;
+	return 0;
+}
+
+/*
+ * Step 2: the ordering class of @w and the rails it may use (*allowed);
+ * *have_keys: @rkeys holds its remote key per rail.
+ */
+static u8 rbond_wqe_plan(struct rbond_qp *qp, const struct rbond_wqe *w,
+			 unsigned long *allowed, u32 *rkeys, bool *have_keys)
+{
+	u8 cl;
+
+	*allowed = BIT(qp->home);
+	*have_keys = false;
+	if (!rbond_mrail_up(qp))
+		return RBOND_CL_STRICT;
+	rcu_read_lock();
+	cl = rbond_rkey_classify(qp, &w->wr.send, allowed, rkeys, have_keys);
+	rcu_read_unlock();
+	return cl;
+}
+
+/*
+ * A new shadow slot for @w, @bytes of it (sq_lock held, room checked): its
+ * sequence number.  @last: the slot the WQE completes with (the others are
+ * chunks, folded into it).
+ */
+static u32 rbond_sq_alloc(struct rbond_qp *qp, const struct rbond_wqe *w,
+			  u64 bytes, bool last)
+{
+	u32 seq = qp->sq_head++;
+	struct rbond_swqe *e = rbond_sq_slot(qp, seq);
+
+	lockdep_assert_held(&qp->sq_lock);
+	e->wr_id = w->wr.send.wr_id;
+	e->opcode = w->wc_opcode;
+	e->rail = RBOND_RAIL_PEND;
+	e->status = IB_WC_SUCCESS;
+	e->byte_len = bytes;
+	e->vendor_err = 0;
+	e->mseq = 0;
+	if (!last) {
+		e->flags = RBOND_SWQE_CHUNK;
+		return seq;
+	}
+	qp->sq_wqes++;
+	e->flags = (qp->sig_all || (w->wr.send.send_flags & IB_SEND_SIGNALED)) ?
+		   RBOND_SWQE_SIGNALED : 0;
+	return seq;
+}
+
+/* Take back the slot rbond_sq_alloc() gave last (its post failed). */
+static void rbond_sq_unalloc(struct rbond_qp *qp)
+{
+	lockdep_assert_held(&qp->sq_lock);
+	qp->sq_head--;
+	if (!(rbond_sq_slot(qp, qp->sq_head)->flags & RBOND_SWQE_CHUNK))
+		qp->sq_wqes--;
+}
+
+/* A slot completed by the post path itself with @status (sq_lock held). */
+static void rbond_sq_complete(struct rbond_qp *qp, u32 seq, u8 status)
+{
+	struct rbond_swqe *e = rbond_sq_slot(qp, seq);
+
+	e->status = status;
+	e->flags |= RBOND_SWQE_DONE | RBOND_SWQE_SIGNALED;
+}
+
+/*
+ * Step 4: post bytes [@off, @off + @len) of @w, slot @seq, on @rail - the
+ * one place that posts application work to a member QP.  @rkeys: the
+ * remote key per rail, or NULL for the application's.  A QP that may use
+ * more than one rail has every member WQE signaled (the scheduler and the
+ * ordering points need each completion) and accounted.  sq_lock held.
+ */
+static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
+			    u32 seq, unsigned int rail, u64 off, u64 len,
+			    const u32 *rkeys, u8 cl)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	struct rbond_swqe *e = rbond_sq_slot(qp, seq);
+	struct ib_sge sge[RBOND_MAX_SGE];
+	const struct ib_send_wr *bad;
+	struct ib_qp *mqp;
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_atomic_wr atomic;
+	} mwr;
+	bool mrail = qp->mrail;
+	int n, ret;
+
+	lockdep_assert_held(&qp->sq_lock);
+	/* a rail being removed is out of rails_up before its member goes */
+	if (rail >= RBOND_MAX_RAILS || !(qp->s.rails_up & BIT(rail)))
+		return -EINVAL;
+	mqp = qp->member[rail];
+	if (!mqp)
+		return -EINVAL;
+	memcpy(&mwr, &w->wr, sizeof(mwr));
+	rcu_read_lock();
+	n = rbond_sub_sges(qp, rail, w->sge, w->num_sge, off, len, sge,
+			   w->verbatim);
+	rcu_read_unlock();
+	if (n < 0)
+		return n;
+	mwr.send.sg_list = sge;
+	mwr.send.num_sge = n;
+	if (mrail || (e->flags & RBOND_SWQE_SIGNALED))
+		mwr.send.send_flags |= IB_SEND_SIGNALED;
+	else
+		mwr.send.send_flags &= ~IB_SEND_SIGNALED;
+	mwr.send.wr_id = rbond_wrid(qp, false, seq);
+	if (w->wr.send.opcode == IB_WR_RDMA_WRITE ||
+	    w->wr.send.opcode == IB_WR_RDMA_READ) {
+		mwr.rdma.remote_addr += off;
+		if (rkeys)
+			mwr.rdma.rkey = rkeys[rail];
+	}
+	ret = ib_post_send(mqp, &mwr.send, &bad);
+	if (ret) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: rail %u post failed: %d\n",
+			  qp->ibqp.qp_num, rail, ret);
+		return ret;
+	}
+	e->rail = rail;
+	e->byte_len = len;
+	e->mseq = qp->mposted[rail]++;
+	if (mrail)
+		rbond_sched_posted(&qp->s, e, rail, cl,
+				   rbond_wr_is_rd(w->wr.send.opcode),
+				   w->wr.rdma.rkey, len);
+	rbond_stat_add(bond, rail, RBOND_STAT_TX_WQES, 1);
+	rbond_stat_add(bond, rail, RBOND_STAT_TX_BYTES, len);
+	if (rail != qp->home)
+		atomic64_inc(&rbond_mstats.striped);
+	return 0;
+}
+
+/*
+ * Step 3 for a WQE that may not go now: it waits in the pending ring with
+ * its slot (a copy of its inline data too: the caller's is gone once
+ * post_send returns).  sq_lock held.
+ */
+static int rbond_post_wait(struct rbond_qp *qp, struct rbond_wqe *w)
+{
+	u32 idx = qp->pend_head & (qp->pend_size - 1);
+	u8 *inl;
+
+	if (!qp->pend)
+		return -EINVAL;		/* the home rail is gone */
+	if (w->verbatim && w->bytes) {
+		inl = qp->pend_inl ? qp->pend_inl + idx * rbond_inl_stride(qp) :
+				     NULL;
+		if (!inl)
+			return -ENOMEM;
+		memcpy(inl, (void *)(uintptr_t)w->sge[0].addr, w->bytes);
+		w->sge[0].addr = (uintptr_t)inl;
+	}
+	w->seq = rbond_sq_alloc(qp, w, w->bytes, true);
+	qp->pend[idx] = *w;
+	qp->pend_head++;
+	atomic64_inc(&rbond_mstats.waits);
+	return 0;
+}
+
+/* How many chunks @w of class @cl on rails @ok is split into. */
+static unsigned int rbond_post_nchunks(struct rbond_qp *qp,
+				       const struct rbond_wqe *w, u8 cl,
+				       unsigned long ok, u32 free, u32 rd_max)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	u64 thr = READ_ONCE(bond->stripe_threshold);
+	unsigned int n, room;
+
+	if (cl == RBOND_CL_STRICT || !thr || w->bytes <= thr ||
+	    hweight_long(ok) < 2 ||
+	    !rbond_policy_stripes(READ_ONCE(bond->policy)))
+		return 1;
+	n = min_t(u64, DIV_ROUND_UP_ULL(w->bytes, thr), hweight_long(ok) * 2);
+	/* keep room for a full queue of application WQEs */
+	n = free > qp->cap.max_send_wr ?
+	    min(n, free - qp->cap.max_send_wr) : 1;
+	/* READs: no more chunks than free READ slots */
+	rbond_sched_rd_free(&qp->s, ok, w->wr.send.opcode, rd_max, &room);
+	return clamp(room, 1U, n);
+}
+
+/*
+ * One WQE, steps 1 to 4 (@isge: its captured inline data, or NULL).
+ * sq_post_lock held.
+ */
+static int rbond_post_one_send(struct rbond_qp *qp,
+			       const struct ib_send_wr *wr,
+			       const struct ib_sge *isge)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	enum rbond_policy pol = READ_ONCE(bond->policy);
+	u32 rd_max = READ_ONCE(qp->max_rd_atomic);
+	u32 rkeys[RBOND_MAX_RAILS];
+	unsigned long allowed, ok;
+	struct rbond_wqe w;
+	unsigned int nchunks, k, rail;
+	u64 off, len;
+	bool have_keys;
+	u32 seq, free;
+	int ret = 0;
+	u8 cl;
+
+	ret = rbond_wqe_decode(qp, wr, isge, &w);
+	if (ret)
+		return ret;
+	if (!qp->member[qp->home])
+		return -EINVAL;		/* home rail lost: QP in error */
+	cl = rbond_wqe_plan(qp, &w, &allowed, rkeys, &have_keys);
+
+	spin_lock(&qp->sq_lock);
+	free = qp->slot_cap - (qp->sq_head - qp->sq_tail);
+	/* what the application was granted, whatever room chunks leave */
+	if (!free || qp->sq_wqes >= qp->cap.max_send_wr) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	if (qp->sq_failed) {
+		/*
+		 * RC: the QP is in error (its first error was delivered), a
+		 * new WQE completes flushed.  Never posted: a member may still
+		 * be at RTS and would execute it, reported as flushed.
+		 */
+		seq = rbond_sq_alloc(qp, &w, 0, true);
+		rbond_sq_slot(qp, seq)->status = IB_WC_WR_FLUSH_ERR;
+		rbond_sq_slot(qp, seq)->flags |= RBOND_SWQE_DONE;
+		spin_unlock(&qp->sq_lock);
+		rbond_qp_deliver_posted(qp);
+		return 0;
+	}
+	if (!qp->pend)		/* nothing ever waits: one rail */
+		ok = allowed & qp->s.rails_up;
+	else if (qp->pend_head == qp->pend_tail)
+		ok = rbond_sched_allowed(&qp->s, cl, &w.wr.send,
+					 READ_ONCE(bond->ordering), rd_max,
+					 allowed);
+	else
+		ok = 0;		/* behind a waiting WQE */
+	if (!ok) {
+		/* an ordering point: wait for completions on other rails */
+		ret = rbond_post_wait(qp, &w);
+		goto out_unlock;
+	}
+	nchunks = rbond_post_nchunks(qp, &w, cl, ok, free, rd_max);
+	len = DIV64_U64_ROUND_UP(w.bytes, nchunks);
+	/* as many chunks as len takes: none empty, off < bytes */
+	if (len)
+		nchunks = DIV64_U64_ROUND_UP(w.bytes, len);
+	for (k = 0, off = 0; k < nchunks; k++, off += len) {
+		u64 l = min(len, w.bytes - off);
+
+		rail = rbond_sched_pick(&qp->s, pol,
+					rbond_sched_rd_free(&qp->s, ok,
+							    wr->opcode,
+							    rd_max, NULL) ?: ok,
+					l);
+		seq = rbond_sq_alloc(qp, &w, l, k == nchunks - 1);
+		ret = rbond_post_chunk(qp, &w, seq, rail, off, l,
+				       have_keys ? rkeys : NULL, cl);
+		if (!ret)
+			continue;
+		rbond_sq_unalloc(qp);
+		if (!k)
+			goto out_unlock;
+		/* a later chunk: the WQE completes with an error */
+		seq = rbond_sq_alloc(qp, &w, 0, true);
+		rbond_sq_complete(qp, seq, IB_WC_LOC_QP_OP_ERR);
+		ret = 0;
+		break;
+	}
+	if (nchunks > 1)
+		atomic64_add(nchunks, &rbond_mstats.chunks);
+out_unlock:
+	spin_unlock(&qp->sq_lock);
+	return ret;
+}
+
+/*
+ * The post lock is taken per WQE, as rxe does, so a list of thousands does
+ * not keep interrupts off for its whole length; a user QP's inline data is
+ * copied from the caller before the lock (it may fault).
+ */
+int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct rbond_qp *qp = to_rbond_qp(ibqp);
+	u8 inl[RBOND_MAX_INLINE];
+	unsigned long flags;
+	struct ib_sge isge;
+	bool inline_wr;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		inline_wr = rbond_wr_inline(wr);
+		if (inline_wr) {
+			ret = rbond_capture_inline(qp, wr, inl, &isge);
+			if (ret)
+				break;
+		}
+		spin_lock_irqsave(&qp->sq_post_lock, flags);
+		ret = rbond_post_one_send(qp, wr, inline_wr ? &isge : NULL);
+		spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+		if (ret)
+			break;
+	}
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+/**
+ * rbond_post_drain() - post the WQEs that waited, as far as they may go now
+ * @qp: the QP
+ *
+ * Called by the completion path after it delivered (a completion may have
+ * opened an ordering point).  A waiting WQE whose post fails completes at
+ * once with an error.
+ *
+ * Locks: the send CQ's lock and sq_lock held.
+ * Return: true when a WQE completed that way (the caller delivers again).
+ */
+bool rbond_post_drain(struct rbond_qp *qp)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	u32 rkeys[RBOND_MAX_RAILS];
+	unsigned long allowed, ok;
+	struct rbond_wqe *w;
+	bool have_keys, done = false;
+	u8 cl;
+
+	lockdep_assert_held(&qp->sq_lock);
+	while (qp->pend_tail != qp->pend_head) {
+		w = &qp->pend[qp->pend_tail & (qp->pend_size - 1)];
+		cl = rbond_wqe_plan(qp, w, &allowed, rkeys, &have_keys);
+		ok = rbond_sched_allowed(&qp->s, cl, &w->wr.send,
+					 READ_ONCE(bond->ordering),
+					 READ_ONCE(qp->max_rd_atomic), allowed);
+		if (!ok)
+			break;
+		qp->pend_tail++;
+		if (rbond_post_chunk(qp, w, w->seq,
+				     rbond_sched_pick(&qp->s,
+						      READ_ONCE(bond->policy),
+						      ok, w->bytes),
+				     0, w->bytes, have_keys ? rkeys : NULL,
+				     cl)) {
+			rbond_sq_complete(qp, w->seq, IB_WC_LOC_QP_OP_ERR);
+			done = true;
+		}
+	}
+	return done;
+}
+
+/**
+ * rbond_post_flush_pending() - the waiting WQEs complete flushed
+ * @qp: the QP, whose first error was just delivered
+ *
+ * They were posted after the failed WQE: RC flushes them, never posted.
+ * Locks: sq_lock held.
+ */
+void rbond_post_flush_pending(struct rbond_qp *qp)
+{
+	struct rbond_swqe *e;
+
+	lockdep_assert_held(&qp->sq_lock);
+	while (qp->pend_tail != qp->pend_head) {
+		e = rbond_sq_slot(qp,
+				  qp->pend[qp->pend_tail++ &
+					   (qp->pend_size - 1)].seq);
+		e->status = IB_WC_WR_FLUSH_ERR;
+		e->flags |= RBOND_SWQE_DONE;
+	}
+}
+
+/**
+ * rbond_post_alloc_pending() - give a QP that may use more rails its
+ * pending ring
+ * @qp: the QP
+ *
+ * Process context, before its extra rails are published.
+ * Return: 0 or -ENOMEM.
+ */
+int rbond_post_alloc_pending(struct rbond_qp *qp)
+{
+	struct rbond_wqe *pend;
+	unsigned long flags;
+	u8 *inl = NULL;
+
+	if (qp->pend)
+		return 0;
+	if (qp->cap.max_inline_data) {
+		inl = kvcalloc(qp->sq_size, rbond_inl_stride(qp),
+			       GFP_KERNEL_ACCOUNT);
+		if (!inl)
+			return -ENOMEM;
+	}
+	pend = kvcalloc(qp->sq_size, sizeof(*pend), GFP_KERNEL_ACCOUNT);
+	if (!pend) {
+		kvfree(inl);
+		return -ENOMEM;
+	}
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	qp->pend_inl = inl;
+	qp->pend_size = qp->sq_size;
+	qp->pend_head = 0;
+	qp->pend_tail = 0;
+	qp->pend = pend;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return 0;
+}
+
+/* The QP is freed: what it had outstanding, and its pending ring, go. */
+void rbond_post_free(struct rbond_qp *qp)
+{
+	rbond_sched_release(&qp->s);
+	kvfree(qp->pend);
+	kvfree(qp->pend_inl);
+	qp->pend = NULL;
+	qp->pend_inl = NULL;
+}
+
+/**
+ * rbond_post_reset_sq() - the send side back to its home rail
+ * @qp: the QP; RESET, or its home rail is gone (@home_ok false)
+ * @home_ok: the home member QP is still there
+ *
+ * Nothing waiting, nothing in flight, no extra rail.
+ * Locks: sq_lock held.
+ */
+void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok)
+{
+	lockdep_assert_held(&qp->sq_lock);
+	qp->pend_tail = qp->pend_head;
+	rbond_sched_release(&qp->s);
+	qp->s.rails_up = home_ok ? BIT(qp->home) : 0;
+	memset(qp->s.inflight_cl, 0, sizeof(qp->s.inflight_cl));
+	memset(qp->s.rd_inflight, 0, sizeof(qp->s.rd_inflight));
+}
+
+/* Receives: one queue, on the home rail. */
+static int rbond_post_one_recv(struct rbond_qp *qp,
+			       const struct ib_recv_wr *wr)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	struct ib_sge sge[RBOND_MAX_SGE];
+	struct ib_recv_wr mwr = {};
+	const struct ib_recv_wr *bad;
+	unsigned int rail = qp->home;
+	struct ib_qp *mqp = qp->member[rail];
+	u32 seq;
+	int n, ret;
+
+	if (!mqp)
+		return -EINVAL;
+	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_recv_sge ||
+	    wr->num_sge > RBOND_MAX_SGE) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: bad recv num_sge %d\n",
+			  qp->ibqp.qp_num, wr->num_sge);
+		return -EINVAL;
+	}
+	rcu_read_lock();
+	n = rbond_sub_sges(qp, rail, wr->sg_list, wr->num_sge, 0, U64_MAX,
+			   sge, false);
+	rcu_read_unlock();
+	if (n < 0)
+		return n;
+
+	spin_lock(&qp->rq_lock);
+	if (qp->rq_head - qp->rq_tail >= qp->cap.max_recv_wr) {
+		spin_unlock(&qp->rq_lock);
+		return -ENOMEM;
+	}
+	seq = qp->rq_head++;
+	qp->rq[seq & (qp->rq_size - 1)] = wr->wr_id;
+	spin_unlock(&qp->rq_lock);
+
+	mwr.wr_id = rbond_wrid(qp, true, seq);
+	mwr.sg_list = sge;
+	mwr.num_sge = n;
+	ret = ib_post_recv(mqp, &mwr, &bad);
+	if (ret) {
+		spin_lock(&qp->rq_lock);
+		qp->rq_head--;
+		spin_unlock(&qp->rq_lock);
+		return ret;
+	}
+	rbond_stat_add(bond, rail, RBOND_STAT_RX_WQES, 1);
+	return 0;
+}
+
+int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct rbond_qp *qp = to_rbond_qp(ibqp);
+	unsigned long flags;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		spin_lock_irqsave(&qp->rq_post_lock, flags);
+		ret = rbond_post_one_recv(qp, wr);
+		spin_unlock_irqrestore(&qp->rq_post_lock, flags);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	return ret;
+}

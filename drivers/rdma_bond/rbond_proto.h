@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * rdma_bond: the control channel's wire format (both hosts' modules).
+ * Every message is one struct rbond_msg, big endian, in a buffer of
+ * RBOND_CTRL_MSG_SIZE bytes; see Documentation/rdma_bond.rst, "Multi-rail".
+ */
+#ifndef RBOND_PROTO_H
+#define RBOND_PROTO_H
+
+#include <linux/types.h>
+#include <rdma/rdma_bond-abi.h>
+
+#define RBOND_CTRL_MAGIC	0x52424e44	/* "RBND" */
+#define RBOND_CTRL_VERSION	2	/* 2: nonces (rbond_msg.nonce/echo) */
+#define RBOND_CTRL_MSG_SIZE	256
+
+enum rbond_msg_type {
+	RBOND_MSG_QP_REQ = 1,	/* negotiate a bond QP pair */
+	RBOND_MSG_QP_RSP,
+	RBOND_MSG_RKEY_REQ,	/* translate a primary rkey */
+	RBOND_MSG_RKEY_RSP,
+	RBOND_MSG_INVAL,	/* drop a translation (owner deregisters) */
+	RBOND_MSG_INVAL_ACK,
+	RBOND_MSG_NR
+};
+
+enum rbond_msg_status {
+	RBOND_ST_OK,
+	RBOND_ST_NOT_READY,	/* QP not at RTR yet: retry */
+	RBOND_ST_NOENT,		/* no such QP / MR */
+	RBOND_ST_PERM,		/* not connected to the asker */
+};
+
+struct rbond_msg_rail {
+	u8 gid[16];		/* rail address (IPv4-mapped) */
+	__be32 qpn;		/* member QPN on that rail */
+	__be32 psn;		/* its initial send PSN */
+	u8 index;		/* sender's rail index */
+	u8 rsvd[3];
+};
+
+struct rbond_msg {
+	__be32 magic;
+	u8 version;
+	u8 type;
+	__be16 len;
+	__be32 seq;
+	__be32 status;
+	__be32 src_qpn;		/* sender's bond QP (home QPN) */
+	__be32 dst_qpn;		/* receiver's bond QP */
+	/*
+	 * Binding to one negotiation of one QP pair (random per bond QP):
+	 * QP_REQ: nonce = the asker's; QP_RSP: echo = the QP_REQ's nonce,
+	 * nonce = the answering QP's (only on OK / NOT_READY); RKEY_REQ:
+	 * echo = the owner QP's nonce.  Zero elsewhere.
+	 */
+	u8 nonce[8];
+	u8 echo[8];
+	union {
+		struct {
+			u8 nrails;	/* rail[0] is the home rail */
+			u8 rsvd[3];
+			struct rbond_msg_rail rail[RBOND_MAX_RAILS];
+		} qp;
+		struct {
+			__be32 rkey;	/* primary (bond) rkey */
+			__be32 access;	/* IB_ACCESS_* of the MR */
+			__be32 rail_rkey[RBOND_MAX_RAILS]; /* by rail index */
+			u8 rail_valid;	/* bit per rail index */
+			u8 rsvd[3];
+		} key;
+	};
+};
+
+#endif /* RBOND_PROTO_H */
