@@ -178,6 +178,34 @@ test_rmmod_with_bonds() {
 	log_test $rc "rmmod with two bonds present removes them, rails stay"
 }
 
+# The module parameters are the defaults of bonds created later, parsed by
+# the same option table as the sysfs tunables: a bad value refuses the load.
+test_module_params() {
+	local rc=0 P=/sys/module/rdma_bond/parameters
+	local out
+
+	out=$(modprobe rdma_bond policy=bogus 2>&1) && rc=1
+	[ -e /sys/module/rdma_bond ] && { echo "loaded with policy=bogus"; rc=1; }
+	echo "$out" | grep -q "Invalid argument\|invalid" ||
+		{ echo "modprobe said: $out"; rc=1; }
+	modprobe rdma_bond stripe_threshold=12abc 2>/dev/null && rc=1
+	[ -e /sys/module/rdma_bond ] && rmmod rdma_bond
+	check_ok modprobe rdma_bond policy=round-robin ordering=strict \
+		stripe_threshold=0x20000 rail_window=0 || rc=1
+	[ "$(cat $P/policy)" = round-robin ] || { cat $P/policy; rc=1; }
+	[ "$(cat $P/stripe_threshold)" = 131072 ] || rc=1
+	check_ok rdma link add rbond0 type bond netdev a0 || rc=1
+	grep -q '\[round-robin\]' $SYS/rbond0/bond/policy || rc=1
+	grep -q '\[strict\]' $SYS/rbond0/bond/ordering || rc=1
+	[ "$(cat $SYS/rbond0/bond/stripe_threshold)" = 131072 ] || rc=1
+	[ "$(cat $SYS/rbond0/bond/rail_window)" = 0 ] || rc=1
+	# a bond's own tunable does not change the default
+	echo weighted > $SYS/rbond0/bond/policy || rc=1
+	[ "$(cat $P/policy)" = round-robin ] || rc=1
+	rmmod rdma_bond || rc=1
+	log_test $rc "module parameters: defaults of new bonds, bad values refuse the load"
+}
+
 test_autoload_create
 test_add_rail
 test_port_and_sysfs
@@ -185,4 +213,5 @@ test_rail_state
 test_refusals
 test_delete_recreate
 test_rmmod_with_bonds
+test_module_params
 exit $ret

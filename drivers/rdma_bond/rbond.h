@@ -2,19 +2,32 @@
 /*
  * rdma_bond: one virtual RoCE device over several RDMA devices ("rails").
  *
- * Locking (see Documentation/rdma_bond.rst for the full rules):
- *   rbond_mutex        global: list of bonds and of known member devices
- *   rbond_dev.lock     per bond mutex: rails and the control path of every
- *                      object (create/modify/destroy), member removal
- *   rbond_cq.lock      per CQ spinlock (irqsave): software ring, arming,
- *                      completion processing of member CQs
+ * Locks (Documentation/rdma_bond.rst, "Locking and context rules"):
+ *   rbond_mutex          global: bonds and their rails
+ *   rbond_members_lock   global: candidate member devices (a leaf)
+ *   rbond_mq_mutex       global: registry of multi-rail QPs (rbond_mqp.c)
+ *   rbond_conn_mutex     global: control connections (rbond_ctrl.c)
+ *   rbond_mqp.lock       mutex: one QP's negotiation (rbond_negotiate.c)
+ *   rbond_dev.lock       mutex: rails, control path of every object of a
+ *                        bond, member removal
+ *   rbond_dev.state_lock spin irqsave: port state (a leaf)
  *   rbond_qp.sq_post_lock / rq_post_lock
- *                      per QP spinlock (irqsave): serialises posting and
- *                      protects the member QP pointer on the data path
+ *                        spin irqsave: posting order, member[] on the
+ *                        data path
+ *   rbond_cq.lock        spin irqsave: CQ ring, arming, completion processing
  *   rbond_qp.sq_lock / rq_lock
- *                      per QP spinlock: shadow queues (taken inside
- *                      rbond_cq.lock and inside the post locks)
- * Order: rbond_mutex -> rbond_dev.lock -> (post lock | cq lock) -> sq/rq lock
+ *                        spin: shadow queues; sq_lock also the scheduler
+ *                        state (s) and the pending ring
+ *   rbond_mqp.attr_lock  spin irqsave: application attributes, inbox
+ *   rbond_conn.lock      spin irqsave: one control connection
+ *   rbond_rail.rate_lock spin irqsave: a rail's rate (a leaf)
+ * Order: rbond_mutex -> rbond_dev.lock;
+ *        rbond_mqp.lock -> (rbond_conn_mutex | rbond_dev.lock);
+ *        rbond_mq_mutex -> rbond_dev.lock -> rbond_mqp.attr_lock;
+ *        rbond_dev.lock -> sq_post_lock -> rq_post_lock -> sq_lock;
+ *        rbond_dev.lock -> rbond_cq.lock -> (sq_lock | rq_lock);
+ *        sq_post_lock -> rbond_cq.lock;
+ *        sq_lock -> (rbond_conn.lock | rbond_rail.rate_lock)
  */
 #ifndef RBOND_H
 #define RBOND_H
@@ -105,9 +118,9 @@ struct rbond_dev {
 	struct xarray qp_xa;		/* qp id -> rbond_qp (RCU/cq lock) */
 	u32 next_qp_id;
 
-	/* tunables (sysfs "bond" group) */
-	enum rbond_policy policy;
-	enum rbond_ordering ordering;
+	/* tunables (rbond_options.c), READ_ONCE */
+	u32 policy;			/* enum rbond_policy */
+	u32 ordering;			/* enum rbond_ordering */
 	u32 stripe_threshold;
 	u32 rail_window;		/* adaptive: bytes outstanding per rail */
 
@@ -302,12 +315,10 @@ static inline unsigned int rbond_next_rail(const struct rbond_dev *bond,
 
 /* rbond_main.c */
 extern struct workqueue_struct *rbond_wq;
-const char *rbond_ordering_name(unsigned int i);
 bool rbond_is_bond(const struct ib_device *ibdev);
 void rbond_dealloc_driver(struct ib_device *ibdev);
 
 /* rbond_dev.c */
-int rbond_parse_choice(const char *buf, const char *(*name)(unsigned int i), int n);
 struct rbond_dev *rbond_dev_alloc(void);
 int rbond_dev_register(struct rbond_dev *bond, const char *name);
 void rbond_dev_init_attr(struct rbond_dev *bond);
@@ -319,6 +330,18 @@ int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,
 			    const struct rdma_ah_attr *in,
 			    struct rdma_ah_attr *out,
 			    const struct ib_gid_attr **member_gid);
+
+/* rbond_options.c */
+enum rbond_opt_id {
+	RBOND_OPT_POLICY,
+	RBOND_OPT_ORDERING,
+	RBOND_OPT_STRIPE_THRESHOLD,
+	RBOND_OPT_RAIL_WINDOW,
+	RBOND_NR_OPTS
+};
+
+extern struct device_attribute rbond_opt_attrs[RBOND_NR_OPTS];
+void rbond_opts_init(struct rbond_dev *bond);
 
 /* rbond_mr.c */
 int rbond_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);

@@ -481,125 +481,15 @@ static ssize_t rails_show(struct device *device,
 }
 static DEVICE_ATTR_RO(rails);
 
-static ssize_t rbond_show_choice(char *buf, const char *(*name)(unsigned int i), int n,
-				 int cur)
-{
-	ssize_t len = 0;
-	int i;
-
-	/* Like /sys/block/X/queue/scheduler: current choice in brackets. */
-	for (i = 0; i < n; i++)
-		len += sysfs_emit_at(buf, len, i == cur ? "[%s]%s" : "%s%s",
-				     name(i), i == n - 1 ? "\n" : " ");
-	return len;
-}
-
-/* The index of @buf among @n names (sysfs writes, module parameters). */
-int rbond_parse_choice(const char *buf, const char *(*name)(unsigned int i), int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (sysfs_streq(buf, name(i)))
-			return i;
-	return -EINVAL;
-}
-
-static ssize_t policy_show(struct device *device,
-			   struct device_attribute *attr, char *buf)
-{
-	return rbond_show_choice(buf, rbond_policy_name, RBOND_NR_POLICIES,
-				 READ_ONCE(rbond_from_kdev(device)->policy));
-}
-
-static ssize_t policy_store(struct device *device,
-			    struct device_attribute *attr, const char *buf,
-			    size_t count)
-{
-	int v = rbond_parse_choice(buf, rbond_policy_name, RBOND_NR_POLICIES);
-
-	if (v < 0)
-		return v;
-	WRITE_ONCE(rbond_from_kdev(device)->policy, v);
-	return count;
-}
-static DEVICE_ATTR_RW(policy);
-
-static ssize_t ordering_show(struct device *device,
-			     struct device_attribute *attr, char *buf)
-{
-	return rbond_show_choice(buf, rbond_ordering_name,
-				 RBOND_NR_ORDERINGS,
-				 READ_ONCE(rbond_from_kdev(device)->ordering));
-}
-
-static ssize_t ordering_store(struct device *device,
-			      struct device_attribute *attr, const char *buf,
-			      size_t count)
-{
-	int v = rbond_parse_choice(buf, rbond_ordering_name,
-				   RBOND_NR_ORDERINGS);
-
-	if (v < 0)
-		return v;
-	WRITE_ONCE(rbond_from_kdev(device)->ordering, v);
-	return count;
-}
-static DEVICE_ATTR_RW(ordering);
-
-/* Numeric tunables: a u32 field of struct rbond_dev each */
-struct rbond_u32_attr {
-	struct device_attribute attr;
-	size_t off;
-};
-
-static u32 *rbond_u32_field(struct device *device,
-			    struct device_attribute *attr)
-{
-	struct rbond_u32_attr *a = container_of(attr, struct rbond_u32_attr,
-						attr);
-
-	return (u32 *)((char *)rbond_from_kdev(device) + a->off);
-}
-
-static ssize_t rbond_u32_show(struct device *device,
-			      struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", READ_ONCE(*rbond_u32_field(device, attr)));
-}
-
-static ssize_t rbond_u32_store(struct device *device,
-			       struct device_attribute *attr, const char *buf,
-			       size_t count)
-{
-	u32 v;
-	int ret = kstrtou32(buf, 0, &v);
-
-	if (ret)
-		return ret;
-	WRITE_ONCE(*rbond_u32_field(device, attr), v);
-	return count;
-}
-
-static struct rbond_u32_attr rbond_attr_stripe_threshold = {
-	.attr = __ATTR(stripe_threshold, 0644, rbond_u32_show, rbond_u32_store),
-	.off = offsetof(struct rbond_dev, stripe_threshold),
-};
-
-static struct rbond_u32_attr rbond_attr_rail_window = {
-	.attr = __ATTR(rail_window, 0644, rbond_u32_show, rbond_u32_store),
-	.off = offsetof(struct rbond_dev, rail_window),
-};
-
 static struct attribute *rbond_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_num_rails.attr,
 	&dev_attr_primary.attr,
 	&dev_attr_rails.attr,
-	&dev_attr_policy.attr,
-	&dev_attr_ordering.attr,
-	&rbond_attr_stripe_threshold.attr.attr,
-	&rbond_attr_rail_window.attr.attr,
+	&rbond_opt_attrs[RBOND_OPT_POLICY].attr,
+	&rbond_opt_attrs[RBOND_OPT_ORDERING].attr,
+	&rbond_opt_attrs[RBOND_OPT_STRIPE_THRESHOLD].attr,
+	&rbond_opt_attrs[RBOND_OPT_RAIL_WINDOW].attr,
 	NULL
 };
 

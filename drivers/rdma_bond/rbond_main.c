@@ -17,37 +17,6 @@ MODULE_DESCRIPTION("RDMA bond: one virtual RoCE device over several rails");
 MODULE_LICENSE("Dual BSD/GPL");
 MODULE_ALIAS_RDMA_LINK("bond");
 
-static const char * const rbond_ordering_names[RBOND_NR_ORDERINGS] = {
-	[RBOND_ORDER_STRICT] = "strict",
-	[RBOND_ORDER_RELAXED_MR] = "relaxed-mr",
-	[RBOND_ORDER_RELAXED] = "relaxed",
-};
-
-const char *rbond_ordering_name(unsigned int i)
-{
-	return i < RBOND_NR_ORDERINGS ? rbond_ordering_names[i] : "?";
-}
-
-static char *policy = "adaptive";
-module_param(policy, charp, 0444);
-MODULE_PARM_DESC(policy,
-		 "Default scheduling policy: adaptive, round-robin, weighted, active-backup, qp-hash");
-
-static char *ordering = "relaxed-mr";
-module_param(ordering, charp, 0444);
-MODULE_PARM_DESC(ordering,
-		 "Default ordering mode: strict, relaxed-mr (stripe only to IB_ACCESS_RELAXED_ORDERING MRs), relaxed");
-
-static uint stripe_threshold = 65536;
-module_param(stripe_threshold, uint, 0444);
-MODULE_PARM_DESC(stripe_threshold,
-		 "Default size in bytes above which one WQE may be split across rails");
-
-static uint rail_window = 1048576;
-module_param(rail_window, uint, 0444);
-MODULE_PARM_DESC(rail_window,
-		 "Default bytes the adaptive policy keeps outstanding per rail, all multi-rail QPs together (0: no limit)");
-
 struct workqueue_struct *rbond_wq;
 
 /* Protects rbond_list and every bond's rails. */
@@ -352,12 +321,7 @@ static int rbond_create(const char *name, struct ib_device *member, u32 port,
 	bond = rbond_dev_alloc();
 	if (!bond)
 		return -ENOMEM;
-	bond->policy = max(rbond_parse_choice(policy, rbond_policy_name,
-					      RBOND_NR_POLICIES), 0);
-	bond->ordering = max(rbond_parse_choice(ordering, rbond_ordering_name,
-						RBOND_NR_ORDERINGS), 0);
-	bond->stripe_threshold = stripe_threshold;
-	bond->rail_window = rail_window;
+	rbond_opts_init(bond);
 	INIT_WORK(&bond->unreg_work, rbond_unreg_work);
 
 	rbond_rail_init(bond, 0, member, port, ndev);
@@ -551,14 +515,6 @@ static void rbond_unregister_all(void)
 static int __init rbond_init(void)
 {
 	int ret;
-
-	if (rbond_parse_choice(policy, rbond_policy_name,
-			       RBOND_NR_POLICIES) < 0 ||
-	    rbond_parse_choice(ordering, rbond_ordering_name,
-			       RBOND_NR_ORDERINGS) < 0) {
-		pr_err("bad policy or ordering parameter\n");
-		return -EINVAL;
-	}
 
 	rbond_wq = alloc_workqueue("rdma_bond", WQ_UNBOUND, 0);
 	if (!rbond_wq)

@@ -344,14 +344,12 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 		memset(m, 0, sizeof(*m));
 		m->peer = -1;
 	}
-	mq->created = false;
-	mq->rsp_ok = false;
+	rbond_mq_set_state(mq, RBOND_NEG_INIT);
 	mq->have_peer = false;
 	mq->peer_nrails = 0;
 	mq->tries = 0;
 	conn = mq->conn;
 	mq->conn = NULL;
-	WRITE_ONCE(mq->gave_up, false);
 
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->have_rtr = false;
@@ -498,23 +496,56 @@ void rbond_mrail_wait_up(struct rbond_qp *qp)
 	if (!mq || !READ_ONCE(rbond_upgrade_wait_ms))
 		return;
 	wait_event_killable_timeout(mq->up_wq, READ_ONCE(mq->up) ||
-				    READ_ONCE(mq->gave_up),
+				    READ_ONCE(mq->state) == RBOND_NEG_SINGLE,
 				    msecs_to_jiffies(READ_ONCE(rbond_upgrade_wait_ms)));
 }
 
-/* The data path switches to the rails (sq_lock held, any context). */
-void rbond_mq_set_up(struct rbond_mqp *mq)
+static const char * const rbond_neg_names[RBOND_NR_NEG_STATES] = {
+	[RBOND_NEG_INIT] = "init",
+	[RBOND_NEG_ASKING] = "asking",
+	[RBOND_NEG_AGREED] = "agreed",
+	[RBOND_NEG_UP] = "up",
+	[RBOND_NEG_SINGLE] = "single",
+};
+
+/* The transitions rbond_mq_set_state() takes (INIT: RESET, from any). */
+static const u8 rbond_neg_next[RBOND_NR_NEG_STATES] = {
+	[RBOND_NEG_INIT] = BIT(RBOND_NEG_ASKING) | BIT(RBOND_NEG_SINGLE),
+	[RBOND_NEG_ASKING] = BIT(RBOND_NEG_AGREED) | BIT(RBOND_NEG_SINGLE),
+	[RBOND_NEG_AGREED] = BIT(RBOND_NEG_UP) | BIT(RBOND_NEG_SINGLE),
+	[RBOND_NEG_UP] = BIT(RBOND_NEG_SINGLE),
+	[RBOND_NEG_SINGLE] = 0,
+};
+
+const char *rbond_mq_state_name(enum rbond_neg_state st)
 {
-	WRITE_ONCE(mq->up, true);
-	wake_up_all(&mq->up_wq);
+	return st < RBOND_NR_NEG_STATES ? rbond_neg_names[st] : "?";
 }
 
-/* The QP stays single-rail (mq->lock held). */
-void rbond_mq_give_up(struct rbond_mqp *mq)
+/**
+ * rbond_mq_set_state() - the one place the negotiation changes state
+ * @mq: the multi-rail QP
+ * @st: the new state
+ *
+ * A transition the diagram in rbond_mqp.h does not have is ignored (a
+ * QP_RSP that comes after the QP went single stays without effect).
+ * Waiters of rbond_mrail_wait_up() wake on UP and SINGLE.
+ * Locks: mq->lock held.
+ */
+void rbond_mq_set_state(struct rbond_mqp *mq, enum rbond_neg_state st)
 {
+	enum rbond_neg_state old = mq->state;
+
 	lockdep_assert_held(&mq->lock);
-	WRITE_ONCE(mq->gave_up, true);
-	wake_up_all(&mq->up_wq);
+	if (old == st || (st != RBOND_NEG_INIT &&
+			  !(rbond_neg_next[old] & BIT(st))))
+		return;
+	ibdev_dbg(&mq->bond->ibdev, "QP 0x%x: negotiation %s -> %s\n",
+		  mq->qp->ibqp.qp_num, rbond_neg_names[old],
+		  rbond_neg_names[st]);
+	WRITE_ONCE(mq->state, st);
+	if (st == RBOND_NEG_UP || st == RBOND_NEG_SINGLE)
+		wake_up_all(&mq->up_wq);
 }
 
 /**
@@ -533,6 +564,7 @@ int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
 	unsigned long flags, rails;
+	enum rbond_neg_state st;
 	bool up;
 
 	if (!mq)
@@ -541,9 +573,12 @@ int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
 	up = mq->up;
 	rails = qp->s.rails_up;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	st = READ_ONCE(mq->state);
 	if (rdma_nl_put_driver_string(msg, "multirail",
-				      up ? "up" : mq->gave_up ? "single" :
-				      "negotiating") ||
+				      up ? "up" : st == RBOND_NEG_SINGLE ?
+				      "single" : "negotiating") ||
+	    rdma_nl_put_driver_string(msg, "negotiation",
+				      rbond_mq_state_name(st)) ||
 	    rdma_nl_put_driver_u32_hex(msg, "rails_up", rails))
 		return -EMSGSIZE;
 	return 0;

@@ -42,6 +42,27 @@ struct rbond_member_qp {
 	__be32 addr;
 };
 
+/*
+ * The negotiation of one QP's extra rails (mq->state, changed only by
+ * rbond_mq_set_state() under mq->lock):
+ *
+ *   INIT --(RTR: members created)--> ASKING --(QP_RSP OK)--> AGREED
+ *   AGREED --(RTS, members at RTS: rbond_mq_publish)--> UP
+ *   any --(plain peer, refusal, no members, home rail lost)--> SINGLE
+ *   any --(modify_qp RESET)--> INIT
+ *
+ * A QP_REQ from the peer is answered in every state from RTR on (SINGLE:
+ * the refusal that is also the answer for no such QP).
+ */
+enum rbond_neg_state {
+	RBOND_NEG_INIT,
+	RBOND_NEG_ASKING,
+	RBOND_NEG_AGREED,
+	RBOND_NEG_UP,
+	RBOND_NEG_SINGLE,
+	RBOND_NR_NEG_STATES
+};
+
 struct rbond_mqp {
 	struct rbond_qp *qp;
 	struct rbond_dev *bond;
@@ -73,10 +94,10 @@ struct rbond_mqp {
 	u8 peer_nonce[8];
 
 	/* work state (mq->lock) */
+	enum rbond_neg_state state;	/* READ_ONCE outside mq->lock */
 	struct rbond_conn *conn;	/* our active connection */
 	unsigned int tries;
-	bool rsp_ok, gave_up, created;
-	wait_queue_head_t up_wq;	/* up or gave_up: rbond_mrail_wait_up() */
+	wait_queue_head_t up_wq;	/* UP or SINGLE: rbond_mrail_wait_up() */
 	bool have_peer;
 	u8 peer_nrails;
 	struct rbond_msg_rail peer_rail[RBOND_MAX_RAILS];
@@ -121,8 +142,8 @@ struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn);
 void rbond_mq_for_each(struct rbond_dev *bond,
 		       void (*fn)(struct rbond_mqp *mq, void *arg), void *arg);
 void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay);
-void rbond_mq_set_up(struct rbond_mqp *mq);
-void rbond_mq_give_up(struct rbond_mqp *mq);
+void rbond_mq_set_state(struct rbond_mqp *mq, enum rbond_neg_state st);
+const char *rbond_mq_state_name(enum rbond_neg_state st);
 __be32 rbond_gid_ipv4(const u8 *gid);
 
 /* rbond_negotiate.c */

@@ -419,9 +419,10 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 	 * the scheduler orders the next ones after them, no idle point needed.
 	 */
 	qp->s.rails_up |= rails;
-	rbond_mq_set_up(mq);
+	WRITE_ONCE(mq->up, true);
 	spin_unlock(&qp->sq_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	rbond_mq_set_state(mq, RBOND_NEG_UP);
 	atomic64_inc(&rbond_mstats.qp_up);
 	ibdev_dbg(&mq->bond->ibdev, "QP 0x%x: multi-rail up, rails 0x%lx\n",
 		  qp->ibqp.qp_num, rails);
@@ -524,22 +525,20 @@ void rbond_mq_work(struct work_struct *work)
 		}
 		goto out_unlock;
 	}
-	if (mq->gave_up || !peer_addr)
+	if (mq->state == RBOND_NEG_SINGLE || !peer_addr)
 		goto answer;
 
 	mutex_lock(&bond->lock);
 	if (!rbond_rail_present(bond, mq->qp->home)) {
 		/* The QP is dead with its home rail: nothing to negotiate. */
-		rbond_mq_give_up(mq);
+		rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
 		mutex_unlock(&bond->lock);
 		goto answer;
 	}
 	home_addr = rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev);
-	if (!mq->created) {
-		mq->created = true;
-		if (!rbond_mq_create_members(mq))
-			rbond_mq_give_up(mq);
-	}
+	if (mq->state == RBOND_NEG_INIT)
+		rbond_mq_set_state(mq, rbond_mq_create_members(mq) ?
+				   RBOND_NEG_ASKING : RBOND_NEG_SINGLE);
 	if (rsp_pending)
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: QP_RSP from 0x%x: status %u%s\n",
 			  mq->qp->ibqp.qp_num, be32_to_cpu(rsp.src_qpn),
@@ -551,13 +550,13 @@ void rbond_mq_work(struct work_struct *work)
 		case RBOND_ST_OK:
 			rbond_mq_learn_nonce(mq, rsp.nonce);
 			rbond_mq_take_peer(mq, &rsp);
-			mq->rsp_ok = true;
+			rbond_mq_set_state(mq, RBOND_NEG_AGREED);
 			break;
 		case RBOND_ST_NOT_READY:
 			rbond_mq_learn_nonce(mq, rsp.nonce);
 			break;
 		default:
-			rbond_mq_give_up(mq);
+			rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
 		}
 	}
 	if (req_pending && rbond_mq_req_ours(req_conn, &req, peer_addr,
@@ -571,28 +570,28 @@ void rbond_mq_work(struct work_struct *work)
 	rbond_mq_resolve(mq, plan);
 	mutex_lock(&bond->lock);
 	if (!rbond_rail_present(bond, mq->qp->home)) {
-		rbond_mq_give_up(mq);
+		rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
 		mutex_unlock(&bond->lock);
 		goto answer;
 	}
 	rbond_mq_advance(mq, have_rts, plan);
-	if (mq->rsp_ok && have_rts && !mq->gave_up)
+	if (mq->state == RBOND_NEG_AGREED && have_rts)
 		rbond_mq_publish(mq);
 	mutex_unlock(&bond->lock);
 
 	/* Our own request, until the peer said yes (or we give up). */
-	if (!mq->rsp_ok && !mq->gave_up) {
+	if (mq->state == RBOND_NEG_ASKING) {
 		if (!mq->conn) {
 			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);
-			if (!mq->conn)
-				rbond_mq_give_up(mq);	/* not a bond peer */
+			if (!mq->conn)	/* not a bond peer */
+				rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
 		}
 		if (mq->conn) {
 			enum rbond_conn_state st = READ_ONCE(mq->conn->state);
 
 			if (st == RBOND_CONN_FAILED || st == RBOND_CONN_DEAD ||
 			    ++mq->tries > RBOND_MQ_MAX_TRIES) {
-				rbond_mq_give_up(mq);
+				rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
 			} else if (st == RBOND_CONN_UP) {
 				memset(msg, 0, sizeof(*msg));
 				mutex_lock(&bond->lock);
@@ -604,19 +603,19 @@ void rbond_mq_work(struct work_struct *work)
 						RBOND_MSG_QP_REQ,
 						RBOND_ST_OK);
 			}
-			if (!mq->gave_up)
+			if (mq->state != RBOND_NEG_SINGLE)
 				rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
 		}
-		if (mq->gave_up)
+		if (mq->state == RBOND_NEG_SINGLE)
 			ibdev_dbg(&bond->ibdev, "QP 0x%x stays single-rail\n",
 				  mq->qp->ibqp.qp_num);
 	}
-	if (mq->rsp_ok && !have_rts)
+	if (mq->state == RBOND_NEG_AGREED && !have_rts)
 		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
 
 answer:
 	if (req_pending && req_conn) {
-		ok = !mq->gave_up &&
+		ok = mq->state != RBOND_NEG_SINGLE &&
 		     rbond_mq_req_ours(req_conn, &req, peer_addr, peer_qpn);
 		memset(msg, 0, sizeof(*msg));
 		status = RBOND_ST_NOENT;

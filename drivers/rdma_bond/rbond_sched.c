@@ -167,6 +167,17 @@ const struct rbond_policy_ops rbond_policies[RBOND_NR_POLICIES] = {
 	},
 };
 
+static const char * const rbond_ordering_names[RBOND_NR_ORDERINGS] = {
+	[RBOND_ORDER_STRICT] = "strict",
+	[RBOND_ORDER_RELAXED_MR] = "relaxed-mr",
+	[RBOND_ORDER_RELAXED] = "relaxed",
+};
+
+const char *rbond_ordering_name(unsigned int i)
+{
+	return i < RBOND_NR_ORDERINGS ? rbond_ordering_names[i] : "?";
+}
+
 const char *rbond_policy_name(unsigned int i)
 {
 	return i < RBOND_NR_POLICIES ? rbond_policies[i].name : "?";

@@ -105,6 +105,7 @@ struct rbond_policy_ops {
 extern const struct rbond_policy_ops rbond_policies[RBOND_NR_POLICIES];
 
 const char *rbond_policy_name(unsigned int i);
+const char *rbond_ordering_name(unsigned int i);
 
 static inline bool rbond_policy_stripes(enum rbond_policy pol)
 {
