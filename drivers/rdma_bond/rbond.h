@@ -58,6 +58,16 @@
 #define RBOND_MAX_CQE		(64 * 1024 - 1)
 #define RBOND_MAX_QP_WR		(16 * 1024)
 #define RBOND_QP_ID_MAX		0x7fffffff
+/*
+ * A multi-rail QP's member send queues (and the shadow queue) hold this
+ * many WQEs per WQE granted: room for the chunks of split WQEs.
+ */
+#define RBOND_CHUNK_SLOTS	4
+/* The bond's GID table; member GIDs scanned for a netdev's address */
+#define RBOND_GID_TBL_LEN	128
+#define RBOND_GID_SCAN_MAX	64
+/* node GUID: the first rail's with the locally administered bit flipped */
+#define RBOND_GUID_LOCAL_BIT	0x0200000000000000ULL
 
 /* Member wr_id: qp id (31 bits) | recv flag (bit 32) | sequence (32 bits). */
 #define RBOND_WRID_RECV		BIT_ULL(32)
@@ -81,7 +91,6 @@ struct rbond_rail {
 	struct ib_device *ibdev;	/* member device; NULL: slot empty */
 	struct net_device *ndev;	/* held with dev_hold() */
 	u32 port;			/* member port */
-	unsigned int index;
 	bool active;			/* member port ACTIVE (event driven) */
 	struct ib_event_handler event_handler;
 	atomic64_t stats[RBOND_NR_RAIL_STATS];

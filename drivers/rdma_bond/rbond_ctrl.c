@@ -479,8 +479,8 @@ static void rbond_cm_conn_param(struct rdma_conn_param *param,
 	*param = (struct rdma_conn_param) {
 		.private_data = mine,
 		.private_data_len = sizeof(*mine),
-		.retry_count = 7,
-		.rnr_retry_count = 7,
+		.retry_count = RBOND_CTRL_RETRY,
+		.rnr_retry_count = RBOND_CTRL_RETRY,
 	};
 }
 
@@ -695,7 +695,7 @@ void rbond_ctrl_listen(__be32 addr)
 		goto err_free;
 	ret = rdma_bind_addr(id, (struct sockaddr *)&sin);
 	if (!ret)
-		ret = rdma_listen(id, 8);
+		ret = rdma_listen(id, RBOND_CTRL_BACKLOG);
 	if (ret) {
 		pr_debug("listen on %pI4:%u failed: %d\n", &addr,
 			 ctrl_port, ret);

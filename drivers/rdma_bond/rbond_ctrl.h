@@ -18,6 +18,8 @@
 #define RBOND_CTRL_TX		32
 #define RBOND_CTRL_NBUF		(RBOND_CTRL_RX + RBOND_CTRL_TX)
 #define RBOND_CTRL_CM_TIMEOUT_MS 2000
+#define RBOND_CTRL_RETRY	7	/* RC retry and RNR retry counts */
+#define RBOND_CTRL_BACKLOG	8	/* rdma_listen() */
 #define RBOND_CTRL_FAIL_HOLD	(60 * HZ)
 /*
  * Only the peer's kernel module may speak on the control channel: the

@@ -620,7 +620,7 @@ struct rbond_dev *rbond_dev_alloc(void)
 	INIT_LIST_HEAD(&bond->cqs);
 	INIT_LIST_HEAD(&bond->qps);
 	xa_init_flags(&bond->qp_xa, XA_FLAGS_ALLOC1);
-	bond->gid_tbl_len = 128;
+	bond->gid_tbl_len = RBOND_GID_TBL_LEN;
 
 	bond->ibdev.node_type = RDMA_NODE_IB_CA;
 	bond->ibdev.phys_port_cnt = 1;

@@ -59,7 +59,7 @@ static bool rbond_port_has_ndev(struct ib_device *dev, u32 port,
 	/* Legacy drivers without a port netdev: look at the GID table. */
 	if (ib_query_port(dev, port, &pattr))
 		return false;
-	for (idx = 0; idx < pattr.gid_tbl_len && idx < 64 && !found; idx++) {
+	for (idx = 0; idx < pattr.gid_tbl_len && idx < RBOND_GID_SCAN_MAX && !found; idx++) {
 		const struct ib_gid_attr *gattr;
 
 		gattr = rdma_get_gid_attr(dev, port, idx);
@@ -194,7 +194,6 @@ static void rbond_rail_init(struct rbond_dev *bond, unsigned int i,
 	int s;
 
 	rail->bond = bond;
-	rail->index = i;
 	rail->port = port;
 	rail->ndev = ndev;
 	dev_hold(ndev);
@@ -326,7 +325,7 @@ static int rbond_create(const char *name, struct ib_device *member, u32 port,
 
 	rbond_rail_init(bond, 0, member, port, ndev);
 	bond->primary = 0;
-	bond->ibdev.node_guid = member->node_guid ^ cpu_to_be64(0x0200000000000000ULL);
+	bond->ibdev.node_guid = member->node_guid ^ cpu_to_be64(RBOND_GUID_LOCAL_BIT);
 	rbond_dev_init_attr(bond);
 
 	ret = ib_device_set_netdev(&bond->ibdev, ndev, RBOND_PORT);

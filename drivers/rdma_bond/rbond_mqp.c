@@ -214,16 +214,16 @@ static void rbond_mrail_mirror(struct rbond_qp *qp,
 	}
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct rbond_member_qp *m = &mq->m[i];
-		struct ib_qp *mqp = m->published ? qp->member[i] : m->qp;
+		struct ib_qp *member = m->published ? qp->member[i] : m->qp;
 
-		if (i == qp->home || !mqp || m->state == RBOND_M_ERR)
+		if (i == qp->home || !member || m->state == RBOND_M_ERR)
 			continue;
-		ret = ib_modify_qp(mqp, &a, mask);
+		ret = ib_modify_qp(member, &a, mask);
 		if (ret && mask == IB_QP_ACCESS_FLAGS && !revoke)
 			continue;	/* keeps what it had, no more */
 		if (ret && mask == IB_QP_ACCESS_FLAGS) {
 			a.qp_state = IB_QPS_ERR;
-			ret = ib_modify_qp(mqp, &a, IB_QP_STATE);
+			ret = ib_modify_qp(member, &a, IB_QP_STATE);
 			a.qp_state = 0;
 			m->state = RBOND_M_ERR;
 		}

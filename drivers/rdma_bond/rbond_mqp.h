@@ -18,6 +18,10 @@
 #include "rbond_mrail.h"
 
 #define RBOND_MQ_RETRY_MS	200
+#define RBOND_PSN_MASK		0xffffff	/* 24-bit PSNs */
+#define RBOND_RESOLVE_MS	1000	/* neighbour resolution, per rail */
+#define RBOND_RAIL_HOP_LIMIT	64
+#define RBOND_RKEY_BATCH	16	/* RKEY_REQs per pass of the key work */
 #define RBOND_MQ_MAX_TRIES	50
 #define RBOND_RKEY_MAX		1024
 #define RBOND_RKEY_RETRY	(HZ / 2)

@@ -50,7 +50,7 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct rbond_member_qp *m = &mq->m[i];
 		struct ib_qp_init_attr init = {};
-		struct ib_qp *mqp;
+		struct ib_qp *member;
 
 		if (i == qp->home || !rbond_rail_present(bond, i) ||
 		    m->qp || m->state == RBOND_M_ERR)
@@ -73,8 +73,8 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		init.cap.max_recv_wr = 1;
 		init.cap.max_recv_sge = 1;
 		init.port_num = bond->rails[i].port;
-		mqp = ib_create_qp(qp->pd->member[i], &init);
-		if (IS_ERR(mqp)) {
+		member = ib_create_qp(qp->pd->member[i], &init);
+		if (IS_ERR(member)) {
 			m->state = RBOND_M_ERR;
 			continue;
 		}
@@ -89,14 +89,14 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 			mq->app.qp_access_flags :
 			IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ) &
 			~IB_ACCESS_REMOTE_ATOMIC;
-		if (ib_modify_qp(mqp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+		if (ib_modify_qp(member, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
 				 IB_QP_PORT | IB_QP_ACCESS_FLAGS)) {
-			ib_destroy_qp(mqp);
+			ib_destroy_qp(member);
 			m->state = RBOND_M_ERR;
 			continue;
 		}
-		m->qp = mqp;
-		m->psn = get_random_u32() & 0xffffff;
+		m->qp = member;
+		m->psn = get_random_u32() & RBOND_PSN_MASK;
 		m->state = RBOND_M_INIT;
 		n++;
 	}
@@ -137,7 +137,7 @@ static int rbond_resolve_dmac(int ifindex, __be32 saddr, __be32 daddr,
 	dev_addr.bound_dev_if = ifindex;
 	init_completion(&ctx.comp);
 	ret = rdma_resolve_ip((struct sockaddr *)&src,
-			      (struct sockaddr *)&dst, &dev_addr, 1000,
+			      (struct sockaddr *)&dst, &dev_addr, RBOND_RESOLVE_MS,
 			      rbond_resolve_cb, false, &ctx);
 	if (ret)
 		return ret;
@@ -231,7 +231,7 @@ static void rbond_mq_resolve(struct rbond_mqp *mq,
 
 		if (p->peer < 0)
 			continue;
-		p->hop = 64;
+		p->hop = RBOND_RAIL_HOP_LIMIT;
 		p->resolved = !rbond_resolve_dmac(p->ifindex, mq->m[i].addr,
 						  p->daddr, p->dmac, &p->hop);
 	}

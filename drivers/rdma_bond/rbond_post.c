@@ -319,7 +319,7 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 	struct rbond_swqe *e = rbond_sq_slot(qp, seq);
 	struct ib_sge sge[RBOND_MAX_SGE];
 	const struct ib_send_wr *bad;
-	struct ib_qp *mqp;
+	struct ib_qp *member;
 	union {
 		struct ib_send_wr send;
 		struct ib_rdma_wr rdma;
@@ -332,8 +332,8 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 	/* a rail being removed is out of rails_up before its member goes */
 	if (rail >= RBOND_MAX_RAILS || !(qp->s.rails_up & BIT(rail)))
 		return -EINVAL;
-	mqp = qp->member[rail];
-	if (!mqp)
+	member = qp->member[rail];
+	if (!member)
 		return -EINVAL;
 	memcpy(&mwr, &w->wr, sizeof(mwr));
 	rcu_read_lock();
@@ -355,7 +355,7 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 		if (rkeys)
 			mwr.rdma.rkey = rkeys[rail];
 	}
-	ret = ib_post_send(mqp, &mwr.send, &bad);
+	ret = ib_post_send(member, &mwr.send, &bad);
 	if (ret) {
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: rail %u post failed: %d\n",
 			  qp->ibqp.qp_num, rail, ret);
@@ -690,11 +690,11 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	struct ib_recv_wr mwr = {};
 	const struct ib_recv_wr *bad;
 	unsigned int rail = qp->home;
-	struct ib_qp *mqp = qp->member[rail];
+	struct ib_qp *member = qp->member[rail];
 	u32 seq;
 	int n, ret;
 
-	if (!mqp)
+	if (!member)
 		return -EINVAL;
 	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_recv_sge ||
 	    wr->num_sge > RBOND_MAX_SGE) {
@@ -721,7 +721,7 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	mwr.wr_id = rbond_wrid(qp, true, seq);
 	mwr.sg_list = sge;
 	mwr.num_sge = n;
-	ret = ib_post_recv(mqp, &mwr, &bad);
+	ret = ib_post_recv(member, &mwr, &bad);
 	if (ret) {
 		spin_lock(&qp->rq_lock);
 		qp->rq_head--;

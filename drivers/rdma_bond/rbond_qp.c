@@ -67,7 +67,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rbond_pd *pd = to_rbond_pd(ibqp->pd);
 	struct ib_qp_init_attr mattr;
 	struct rbond_cq *scq, *rcq;
-	struct ib_qp *mqp;
+	struct ib_qp *member;
 	unsigned int home;
 	bool mrail;
 	int ret;
@@ -115,11 +115,12 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	/* Multi-rail: room for chunks of split WQEs next to the app's. */
 	mrail = READ_ONCE(rbond_multirail) && bond->num_rails > 1;
 	if (mrail)
-		mattr.cap.max_send_wr = min_t(u32, init->cap.max_send_wr * 4,
+		mattr.cap.max_send_wr = min_t(u32, init->cap.max_send_wr *
+						    RBOND_CHUNK_SLOTS,
 					      bond->attr.max_qp_wr);
-	mqp = ib_create_qp(pd->member[home], &mattr);
-	if (IS_ERR(mqp)) {
-		ret = PTR_ERR(mqp);
+	member = ib_create_qp(pd->member[home], &mattr);
+	if (IS_ERR(member)) {
+		ret = PTR_ERR(member);
 		ibdev_dbg(&bond->ibdev, "member create_qp failed: %d\n", ret);
 		goto err_unlock;
 	}
@@ -140,7 +141,8 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->slot_cap = mattr.cap.max_send_wr;
 	if (mrail)
 		qp->cap.max_send_wr = max(init->cap.max_send_wr,
-					  mattr.cap.max_send_wr / 4);
+					  mattr.cap.max_send_wr /
+					  RBOND_CHUNK_SLOTS);
 	qp->sq_size = roundup_pow_of_two(max(mattr.cap.max_send_wr, 1U));
 	qp->rq_size = roundup_pow_of_two(max(mattr.cap.max_recv_wr, 1U));
 	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL_ACCOUNT);
@@ -156,11 +158,11 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (ret < 0)
 		goto err_destroy_member;
 
-	qp->member[home] = mqp;
-	ibqp->qp_num = mqp->qp_num;
+	qp->member[home] = member;
+	ibqp->qp_num = member->qp_num;
 	qp->s.bond = bond;
 	qp->s.home = home;
-	qp->s.qpn = mqp->qp_num;
+	qp->s.qpn = member->qp_num;
 	qp->s.rails_up = BIT(home);
 	init->cap = qp->cap;
 	list_add_tail(&qp->list, &bond->qps);
@@ -169,7 +171,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_destroy_member:
-	ib_destroy_qp(mqp);
+	ib_destroy_qp(member);
 	kvfree(qp->sq);
 	kvfree(qp->rq);
 err_unlock:
@@ -186,21 +188,21 @@ err_unlock:
  */
 static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 {
-	struct ib_qp *mqp;
+	struct ib_qp *member;
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	spin_lock(&qp->rq_post_lock);
 	spin_lock(&qp->sq_lock);
-	mqp = qp->member[rail];
+	member = qp->member[rail];
 	qp->member[rail] = NULL;
 	spin_unlock(&qp->sq_lock);
 	spin_unlock(&qp->rq_post_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
-	if (!mqp)
+	if (!member)
 		return;
 
-	if (ib_destroy_qp(mqp))
+	if (ib_destroy_qp(member))
 		WARN_ON_ONCE(1);
 	rbond_cq_drain_member(qp->scq, rail);
 	if (qp->rcq != qp->scq)
@@ -337,7 +339,7 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	const struct ib_gid_attr *mgid = NULL;
 	struct ib_qp_attr *mattr;
-	struct ib_qp *mqp;
+	struct ib_qp *member;
 	bool reset;
 	int ret;
 
@@ -367,8 +369,8 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (reset)
 		rbond_mrail_lock(qp);
 	mutex_lock(&bond->lock);
-	mqp = qp->member[qp->home];
-	if (!mqp) {
+	member = qp->member[qp->home];
+	if (!member) {
 		ret = -EIO;	/* home rail lost: the QP is in error */
 		goto out_unlock;
 	}
@@ -380,7 +382,7 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		if (ret)
 			goto out_unlock;
 	}
-	ret = ib_modify_qp(mqp, mattr, attr_mask);
+	ret = ib_modify_qp(member, mattr, attr_mask);
 	if (mgid)
 		rdma_put_gid_attr(mgid);
 	if (ret) {
@@ -433,13 +435,13 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct rbond_dev *bond = to_rbond_dev(ibqp->device);
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	struct ib_qp_init_attr minit;
-	struct ib_qp *mqp;
+	struct ib_qp *member;
 	int ret = 0;
 
 	mutex_lock(&bond->lock);
-	mqp = qp->member[qp->home];
-	if (mqp) {
-		ret = ib_query_qp(mqp, attr, attr_mask, &minit);
+	member = qp->member[qp->home];
+	if (member) {
+		ret = ib_query_qp(member, attr, attr_mask, &minit);
 		if (!ret)
 			rbond_qp_translate_back(bond, qp->home,
 						&attr->ah_attr);

@@ -235,7 +235,7 @@ void rbond_rkey_fetch_work(struct work_struct *work)
 	struct {
 		u32 rkey, src_qpn, dst_qpn;
 		u8 echo[8];
-	} todo[16];
+	} todo[RBOND_RKEY_BATCH];
 	struct hlist_node *tmp;
 	struct rbond_msg msg;
 	struct rbond_rkey *e;
@@ -260,7 +260,7 @@ void rbond_rkey_fetch_work(struct work_struct *work)
 				e->tries++;
 				e->state = RBOND_RK_PENDING;
 			}
-			if (e->state != RBOND_RK_PENDING || n == 16)
+			if (e->state != RBOND_RK_PENDING || n == RBOND_RKEY_BATCH)
 				continue;
 			e->state = RBOND_RK_SENT;
 			e->stamp = jiffies;
@@ -280,7 +280,7 @@ void rbond_rkey_fetch_work(struct work_struct *work)
 			rbond_ctrl_send(conn, &msg, RBOND_MSG_RKEY_REQ,
 					RBOND_ST_OK);
 		}
-	} while (n == 16);
+	} while (n == RBOND_RKEY_BATCH);
 }
 
 static void rbond_rkey_flush(struct rbond_conn *conn)
@@ -438,11 +438,11 @@ static void rbond_force_error_one(struct rbond_mqp *mq, void *arg)
 	if (mq->peer_addr != conn->raddr)
 		return;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
-		struct ib_qp *mqp = mq->m[i].published ?
+		struct ib_qp *member = mq->m[i].published ?
 			mq->qp->member[i] : mq->m[i].qp;
 
-		if (i != mq->qp->home && mqp)
-			ib_modify_qp(mqp, &attr, IB_QP_STATE);
+		if (i != mq->qp->home && member)
+			ib_modify_qp(member, &attr, IB_QP_STATE);
 	}
 }
 

@@ -83,11 +83,10 @@ static struct verbs_device *rbond_alloc_device(struct verbs_sysfs_dev *sdev)
 {
 	struct rbond_device *dev;
 
+	(void)sdev;	/* matched by rbond_match_device() already */
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
-	if (rbond_read_sysfs_abi(sdev, &dev->sysfs_abi))
-		dev->sysfs_abi = 0;
 	return &dev->vdev;
 }
 

@@ -18,7 +18,6 @@
 
 struct rbond_device {
 	struct verbs_device vdev;
-	unsigned int sysfs_abi; /* <ibdev>/bond/abi_version at match time */
 };
 
 struct rbond_context {
