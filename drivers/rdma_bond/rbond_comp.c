@@ -45,7 +45,15 @@ static void rbond_qp_unfold_chunks(struct rbond_qp *qp, struct rbond_swqe *e)
 	qp->chunk_vendor_err = 0;
 }
 
-/* Complete every outstanding WQE with IB_WC_WR_FLUSH_ERR (member gone). */
+/**
+ * rbond_qp_flush() - complete every outstanding WQE with IB_WC_WR_FLUSH_ERR
+ * @qp: the QP, whose home member is gone
+ *
+ * Send and receive queues both, in posting order; a send WQE that had
+ * completed keeps its status.  The CQs' consumers are notified if armed.
+ * Locks: bond->lock held (rail removal); the CQs' and queues' locks not
+ * held (taken here).
+ */
 void rbond_qp_flush(struct rbond_qp *qp)
 {
 	struct ib_wc wc = { .qp = &qp->ibqp, .port_num = RBOND_PORT };
@@ -162,13 +170,18 @@ static bool rbond_qp_deliver(struct rbond_qp *qp)
 	return added;
 }
 
-/*
- * @rail's member QP is gone (rail removal, bond->lock held): its WQEs that
- * had not completed (their completions, if any, were processed when the
- * member was destroyed) never will.  As RC does on a broken connection,
- * they complete with a flush error in posting order: the first of them is
- * the QP's first error, everything after it flushes (rbond_qp_deliver) and
- * the QP goes to error (rbond_mrail_qp_failed).
+/**
+ * rbond_qp_flush_rail() - flush the WQEs of a rail whose member QP is gone
+ * @qp: the QP
+ * @rail: the rail, whose member QP is gone (rail removal)
+ *
+ * Its WQEs that had not completed (their completions, if any, were
+ * processed when the member was destroyed) never will.  As RC does on a
+ * broken connection, they complete with a flush error in posting order:
+ * the first of them is the QP's first error, everything after it flushes
+ * (rbond_qp_deliver()) and the QP goes to error (rbond_mrail_qp_failed()).
+ * Locks: bond->lock held; the send CQ's lock and sq_lock not held (taken
+ * here).
  */
 void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
 {
@@ -206,11 +219,14 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
 	rbond_cq_notify(cq, notify, overflow);
 }
 
-/*
+/**
+ * rbond_qp_deliver_posted() - deliver a WQE the post path completed itself
+ * @qp: the QP
+ *
  * The post path completed a WQE itself, without posting it (the QP is in
- * error: rbond_mrail_post_send): deliver it now, nothing else would.
- * sq_post_lock held (interrupts off), sq_lock not.  The consumer is
- * notified from the CQ's tasklet, never from inside post_send.
+ * error: rbond_mrail_post_send): deliver it now, nothing else would.  The
+ * consumer is notified from the CQ's tasklet, never from inside post_send.
+ * Locks: sq_post_lock held (interrupts off), sq_lock not.
  */
 void rbond_qp_deliver_posted(struct rbond_qp *qp)
 {
@@ -306,10 +322,19 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 	return rbond_cq_push(qp->rcq, &wc);
 }
 
-/*
- * One member completion.  Caller holds cq->lock (the CQ it came from), which
- * keeps the QP found in qp_xa alive: destroy_qp erases it first, then takes
- * every CQ lock of the QP before returning.
+/**
+ * rbond_qp_process_wc() - one member completion
+ * @bond: the bond
+ * @cq: the bond CQ whose member CQ it came from
+ * @mwc: the member completion
+ *
+ * Completes its slot (and, on the send side, the unsignaled slots before
+ * it on the same rail), tells the scheduler and delivers in posting order.
+ * A completion of a QP being destroyed, or a stale one, is dropped.
+ * Locks: cq->lock held (the CQ it came from), which keeps the QP found in
+ * qp_xa alive: destroy_qp erases it first, then takes every CQ lock of the
+ * QP before returning.
+ * Return: true when a completion was added to a bond CQ.
  */
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 const struct ib_wc *mwc)

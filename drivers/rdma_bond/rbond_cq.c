@@ -27,7 +27,15 @@ static inline u32 rbond_cq_count(const struct rbond_cq *cq)
 	return cq->head - cq->tail;
 }
 
-/* Caller holds cq->lock.  False on overflow (completion dropped). */
+/**
+ * rbond_cq_push() - add a completion to the bond CQ's ring
+ * @cq: the bond CQ
+ * @wc: the completion
+ *
+ * On overflow the completion is dropped and cq->overflow set.
+ * Locks: cq->lock held.
+ * Return: false on overflow (completion dropped), else true.
+ */
 bool rbond_cq_push(struct rbond_cq *cq, const struct ib_wc *wc)
 {
 	lockdep_assert_held(&cq->lock);
@@ -40,7 +48,14 @@ bool rbond_cq_push(struct rbond_cq *cq, const struct ib_wc *wc)
 	return true;
 }
 
-/* Called without cq->lock. */
+/**
+ * rbond_cq_notify() - call the bond CQ's consumer
+ * @cq: the bond CQ
+ * @notify: call its comp_handler, if it has one
+ * @overflow: report IB_EVENT_CQ_ERR to its event_handler, if it has one
+ *
+ * Locks: called without cq->lock.
+ */
 void rbond_cq_notify(struct rbond_cq *cq, bool notify, bool overflow)
 {
 	if (overflow && cq->ibcq.event_handler) {
@@ -56,10 +71,13 @@ void rbond_cq_notify(struct rbond_cq *cq, bool notify, bool overflow)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
-/*
+/**
+ * rbond_cq_kick() - have the CQ's tasklet notify the consumer
+ * @cq: the bond CQ
+ *
  * Completions were added to the ring outside the tasklet, in a context that
- * must not call the consumer (post_send): the tasklet notifies it.  Caller
- * holds cq->lock.
+ * must not call the consumer (post_send): the tasklet notifies it.
+ * Locks: cq->lock held.
  */
 void rbond_cq_kick(struct rbond_cq *cq)
 {
@@ -147,7 +165,15 @@ static void rbond_cq_member_event(struct ib_event *event, void *ctx)
 		rbond_cq_notify(cq, false, true);
 }
 
-/* Process whatever @rail's member CQ holds now (process context). */
+/**
+ * rbond_cq_drain_member() - process whatever @rail's member CQ holds now
+ * @cq: the bond CQ
+ * @rail: the rail, whose member QP was just destroyed
+ *
+ * All of it, without a budget; the consumer is notified if armed.
+ * Locks: cq->lock not held (taken here).
+ * Context: process context.
+ */
 void rbond_cq_drain_member(struct rbond_cq *cq, unsigned int rail)
 {
 	int budget = INT_MAX;	/* all of it: the member QP is gone */
@@ -164,15 +190,19 @@ void rbond_cq_drain_member(struct rbond_cq *cq, unsigned int rail)
 	rbond_cq_notify(cq, notify, overflow);
 }
 
-/*
- * Member CQs of a CQ that multi-rail QPs use.  Every member WQE of such a
- * QP is signaled (the shadow queue needs each completion), so a member CQ
- * must hold the application's cqe plus every WQE those QPs can have
- * outstanding (cq->mrail_wr: their queue depths), however few of them the
- * application signals: a completion lost to a member CQ overflow would
- * stall its QP for good.  Grow them (never shrink) to that, within the
- * member device's limit.  bond->lock held (the other pollers but the
- * tasklet, which is held off meanwhile).
+/**
+ * rbond_cq_fit() - size the member CQs of a CQ that multi-rail QPs use
+ * @cq: the bond CQ
+ *
+ * Every member WQE of such a QP is signaled (the shadow queue needs each
+ * completion), so a member CQ must hold the application's cqe plus every
+ * WQE those QPs can have outstanding (cq->mrail_wr: their queue depths),
+ * however few of them the application signals: a completion lost to a
+ * member CQ overflow would stall its QP for good.  Grow them (never
+ * shrink) to that, within the member device's limit.
+ * Locks: bond->lock held (the other pollers but the tasklet, which is held
+ * off meanwhile).
+ * Return: 0, or the first error of ib_resize_cq().
  */
 int rbond_cq_fit(struct rbond_cq *cq)
 {
@@ -202,7 +232,14 @@ int rbond_cq_fit(struct rbond_cq *cq)
 	return ret;
 }
 
-/* Drop the ring entries of a QP being destroyed (they point at it). */
+/**
+ * rbond_cq_clean_qp() - drop the ring entries of a QP being destroyed
+ * @cq: the bond CQ
+ * @qp: the QP, out of qp_xa and without members
+ *
+ * Its entries point at it.
+ * Locks: cq->lock not held (taken here).
+ */
 void rbond_cq_clean_qp(struct rbond_cq *cq, struct rbond_qp *qp)
 {
 	unsigned long flags;
@@ -301,7 +338,15 @@ int rbond_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	return 0;
 }
 
-/* Caller holds bond->lock; no QP uses @rail's member CQ any more. */
+/**
+ * rbond_cq_remove_rail() - destroy @cq's member CQ on @rail
+ * @cq: the bond CQ
+ * @rail: the rail
+ *
+ * No QP uses @rail's member CQ any more.  It leaves the poll task's sight
+ * (under cq->lock) before it is destroyed.
+ * Locks: bond->lock held.
+ */
 void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail)
 {
 	struct ib_cq *mcq = cq->member[rail];

@@ -50,11 +50,25 @@ struct rbond_listener {
 static void rbond_conn_release(struct kref *ref);
 static void rbond_conn_down_work(struct work_struct *work);
 
+/**
+ * rbond_conn_get() - take a reference on a connection
+ * @conn: the connection
+ *
+ * Any context.
+ */
 void rbond_conn_get(struct rbond_conn *conn)
 {
 	kref_get(&conn->ref);
 }
 
+/**
+ * rbond_conn_put() - drop a reference on a connection
+ * @conn: the connection, or NULL (nothing to do)
+ *
+ * The last reference frees it, after the handlers' conn_release
+ * (rbond_rkey_conn_release(), which may sleep).
+ * Context: process context if it may be the last reference.
+ */
 void rbond_conn_put(struct rbond_conn *conn)
 {
 	if (conn)
@@ -346,7 +360,14 @@ static void rbond_conn_fail(struct rbond_conn *conn, bool probe_failed)
 		rbond_conn_queue_down(conn);
 }
 
-/* Take a connection down as if the peer had disconnected (any context). */
+/**
+ * rbond_ctrl_conn_kill() - take a connection down as if the peer had
+ * disconnected
+ * @conn: the connection
+ *
+ * If it was connecting or up, its teardown is queued (rbond_wq).
+ * Context: any context.
+ */
 void rbond_ctrl_conn_kill(struct rbond_conn *conn)
 {
 	rbond_conn_fail(conn, false);
@@ -354,6 +375,20 @@ void rbond_ctrl_conn_kill(struct rbond_conn *conn)
 
 /* --- messages ------------------------------------------------------------- */
 
+/**
+ * rbond_ctrl_send() - send a control message
+ * @conn: the connection
+ * @msg: the message; its header (magic, version, type, length, sequence,
+ *	status) is filled in here
+ * @type: the message type (enum rbond_msg_type)
+ * @status: its status (RBOND_ST_*)
+ *
+ * Bounded: a message that finds no free send buffer is dropped and the
+ * requester's timeout retries it.
+ * Locks: conn->lock not held (taken here, irqsave).
+ * Return: 0 when posted, -ENOTCONN if @conn is not up, -EBUSY if no send
+ * buffer is free, or the error of ib_post_send().
+ */
 int rbond_ctrl_send(struct rbond_conn *conn, struct rbond_msg *msg, u8 type,
 		    u32 status)
 {
@@ -664,7 +699,14 @@ static int rbond_ctrl_listen_handler(struct rdma_cm_id *id,
 	return mine ? 1 : 0;
 }
 
-/* Listen on @addr (a rail's IPv4 address) unless already listening. */
+/**
+ * rbond_ctrl_listen() - listen on @addr unless already listening
+ * @addr: a rail's IPv4 address; 0: nothing to do
+ *
+ * Not once rbond_ctrl_exit() has begun.  A failure is only logged (debug).
+ * Locks: rbond_conn_mutex not held (taken here).
+ * Context: process context, may sleep.
+ */
 void rbond_ctrl_listen(__be32 addr)
 {
 	struct sockaddr_in sin = {
@@ -714,10 +756,17 @@ out_unlock:
 	mutex_unlock(&rbond_conn_mutex);
 }
 
-/*
- * The active connection from @laddr to @raddr, referenced, or NULL when the
- * peer is known not to answer (failed probe within RBOND_CTRL_FAIL_HOLD).
+/**
+ * rbond_ctrl_connect() - the active connection from @laddr to @raddr
+ * @laddr: our address, a rail's
+ * @raddr: the peer's address
+ *
  * Starts connecting if needed: check conn->state.
+ * Locks: rbond_conn_mutex not held (taken here).
+ * Context: process context, may sleep.
+ * Return: the connection, referenced, or NULL when the peer is known not to
+ * answer (failed probe within RBOND_CTRL_FAIL_HOLD); NULL too while
+ * stopping, without memory or at RBOND_CTRL_MAX_ACTIVE connections.
  */
 struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 {
@@ -809,7 +858,13 @@ out_unlock:
 	return conn;
 }
 
-/* Call @fn for every live connection, under the connection list mutex. */
+/**
+ * rbond_ctrl_walk_conns() - call a function for every live connection
+ * @it: the function (@it->fn) and its argument (@it->arg)
+ *
+ * @it->fn is called under the connection list mutex.
+ * Locks: rbond_conn_mutex not held (taken here).
+ */
 void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it)
 {
 	struct rbond_conn *conn;
@@ -820,7 +875,13 @@ void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it)
 	mutex_unlock(&rbond_conn_mutex);
 }
 
-/* IPv4 address of a rail netdev (first one), or 0. */
+/**
+ * rbond_ndev_ipv4() - IPv4 address of a rail netdev
+ * @ndev: the rail's netdev
+ *
+ * Any context (RCU).
+ * Return: its first IPv4 address, or 0.
+ */
 __be32 rbond_ndev_ipv4(struct net_device *ndev)
 {
 	const struct in_ifaddr *ifa;
@@ -839,7 +900,15 @@ __be32 rbond_ndev_ipv4(struct net_device *ndev)
 	return addr;
 }
 
-/* Does traffic from @saddr to @daddr leave through @ndev? */
+/**
+ * rbond_route_via() - does traffic from @saddr to @daddr leave through @ndev?
+ * @ndev: a rail's netdev
+ * @saddr: the source address
+ * @daddr: the destination address
+ *
+ * By the routing table, or else if @daddr is on one of @ndev's subnets.
+ * Return: true if it does.
+ */
 bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr)
 {
 	const struct in_ifaddr *ifa;
@@ -869,12 +938,26 @@ bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr)
 	return via;
 }
 
-/* The handlers (rbond_mqp.c), at module load. */
+/**
+ * rbond_ctrl_register() - set the handlers the control channel calls
+ * @ops: the handlers (rbond_mqp.c)
+ *
+ * At module load, before any connection exists.
+ */
 void rbond_ctrl_register(const struct rbond_ctrl_ops *ops)
 {
 	rbond_ctrl_ops = ops;
 }
 
+/**
+ * rbond_ctrl_exit() - stop the control channel
+ *
+ * At module unload: no listener or connection is created from now on,
+ * every listener is destroyed, every connection torn down and released,
+ * and rbond_wq flushed.
+ * Locks: rbond_conn_mutex not held (taken here).
+ * Context: process context, sleeps.
+ */
 void rbond_ctrl_exit(void)
 {
 	struct rbond_conn *conn, *tmp;

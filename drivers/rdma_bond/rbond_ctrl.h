@@ -85,7 +85,8 @@ struct rbond_conn {
 /**
  * struct rbond_ctrl_ops - what the control channel calls
  * @msg: handler per message type (enum rbond_msg_type), from the
- *	connection's CQ (softirq); a type without one is counted bad
+ *	connection's CQ (IB_POLL_WORKQUEUE: process context); a type
+ *	without one is counted bad
  * @conn_up: an active connection is established (cm handler)
  * @conn_down: a connection was torn down (process context)
  * @conn_release: its last reference goes (process context): drop the

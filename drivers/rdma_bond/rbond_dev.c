@@ -103,7 +103,10 @@ static bool rbond_dev_calc_attr(const struct rbond_dev *bond,
 	return true;
 }
 
-/*
+/**
+ * rbond_dev_init_attr() - set the device limits
+ * @bond: the bond, not registered yet, with its rail 0
+ *
  * The device limits, set once before registration from rail 0 and never
  * changed after it: applications and ULPs keep what query_device said, and
  * uverbs reads ibdev->attrs without a lock.
@@ -113,9 +116,15 @@ void rbond_dev_init_attr(struct rbond_dev *bond)
 	rbond_dev_calc_attr(bond, NULL, &bond->attr);
 }
 
-/*
+/**
+ * rbond_dev_rail_fits() - may @member join @bond as a rail?
+ * @bond: the bond
+ * @member: the candidate rail's device
+ *
  * A rail may join only if it honours every limit the bond granted (a rail
  * with lower limits would change them under live objects).
+ * Locks: bond->lock held.
+ * Return: true if it may join.
  */
 bool rbond_dev_rail_fits(const struct rbond_dev *bond,
 			 const struct ib_device *member)
@@ -232,21 +241,29 @@ static int rbond_query_port(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-/*
- * Is @ibdev one of ours?  By an op the core never rewrites: while a
- * registration fails it swaps dealloc_driver (prevent_dealloc_device), and
- * a half-registered bond must not be taken for a member (L2: the client's
- * remove() would then take rbond_mutex, held by rbond_newlink()).
+/**
+ * rbond_is_bond() - is @ibdev one of ours?
+ * @ibdev: an RDMA device
+ *
+ * By an op the core never rewrites: while a registration fails it swaps
+ * dealloc_driver (prevent_dealloc_device), and a half-registered bond must
+ * not be taken for a member (L2: the client's remove() would then take
+ * rbond_mutex, held by rbond_newlink()).
+ * Return: true if @ibdev is a bond device.
  */
 bool rbond_is_bond(const struct ib_device *ibdev)
 {
 	return ibdev->ops.query_port == rbond_query_port;
 }
 
-/*
+/**
+ * rbond_dev_update_port_state() - the port state follows the rails
+ * @bond: the bond
+ *
  * Port state follows the rails: dispatch PORT_ACTIVE/ERR on change, only
  * while the device is live (registered, not yet being unregistered), so
  * that no event work is queued after the core flushed them.
+ * Locks: bond->state_lock not held (taken here, irqsave).
  */
 void rbond_dev_update_port_state(struct rbond_dev *bond)
 {
@@ -271,6 +288,16 @@ void rbond_dev_update_port_state(struct rbond_dev *bond)
 	spin_unlock_irqrestore(&bond->state_lock, flags);
 }
 
+/**
+ * rbond_dev_set_live() - the device is live, or no longer
+ * @bond: the bond
+ * @live: true once registered (the ib_client's add()), false once being
+ *	unregistered (its remove())
+ *
+ * Port events are dispatched only while the device is live
+ * (rbond_dev_update_port_state()).
+ * Locks: bond->state_lock not held (taken here, irqsave).
+ */
 void rbond_dev_set_live(struct rbond_dev *bond, bool live)
 {
 	unsigned long flags;
@@ -355,10 +382,20 @@ static void rbond_disassociate_ucontext(struct ib_ucontext *ibuc)
 
 /* --- AH ----------------------------------------------------------------- */
 
-/*
+/**
+ * rbond_translate_ah_attr() - a bond address vector for a member port
+ * @bond: the bond
+ * @rail: the rail of the member port
+ * @in: the bond's address vector
+ * @out: the translated copy
+ * @member_gid: the member's GID attribute, or NULL
+ *
  * Translate an address vector of the bond (GID index in the bond's table)
  * to one of @rail's member port.  On success *member_gid holds a reference
  * (rdma_put_gid_attr) unless the AV has no GRH.
+ * Locks: bond->lock held.
+ * Return: 0, or -EINVAL (RoCE without GRH, no source GID, or the GID is not
+ * on @rail).
  */
 int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,
 			    const struct rdma_ah_attr *in,
@@ -602,6 +639,13 @@ static const struct ib_device_ops rbond_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rbond_ucontext, ibuc),
 };
 
+/**
+ * rbond_dev_alloc() - a new bond device, not registered
+ *
+ * Its lists, locks and device ops are set up; it has no rail yet.
+ * Context: process context, may sleep.
+ * Return: the bond, or NULL without memory.
+ */
 struct rbond_dev *rbond_dev_alloc(void)
 {
 	struct rbond_dev *bond;
@@ -637,6 +681,16 @@ struct rbond_dev *rbond_dev_alloc(void)
 	return bond;
 }
 
+/**
+ * rbond_dev_register() - register the bond with the RDMA core
+ * @bond: the bond, with its primary rail and its limits set
+ * @name: the device name
+ *
+ * The GID table is sized and the port state taken from the primary rail.
+ * Locks: rbond_mutex held (bonds are registered under it).
+ * Context: process context, sleeps.
+ * Return: 0, or the error of ib_register_device().
+ */
 int rbond_dev_register(struct rbond_dev *bond, const char *name)
 {
 	struct ib_port_attr pattr;

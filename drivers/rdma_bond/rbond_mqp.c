@@ -64,6 +64,13 @@ static const struct kernel_param_ops rbond_mstats_ops = {
 module_param_cb(mrail_stats, &rbond_mstats_ops, NULL, 0444);
 MODULE_PARM_DESC(mrail_stats, "Multi-rail counters (read only)");
 
+/**
+ * rbond_gid_ipv4() - the IPv4 address of an IPv4-mapped GID
+ * @gid: the GID (16 bytes)
+ *
+ * Any context.
+ * Return: the IPv4 address, or 0 if @gid is not IPv4-mapped.
+ */
 __be32 rbond_gid_ipv4(const u8 *gid)
 {
 	const struct in6_addr *a = (const struct in6_addr *)gid;
@@ -73,6 +80,14 @@ __be32 rbond_gid_ipv4(const u8 *gid)
 
 /* --- registry -------------------------------------------------------------- */
 
+/**
+ * rbond_mq_find() - the registered multi-rail QP of a QPN
+ * @dev: the member device of the QP's home rail (the QPN's namespace)
+ * @qpn: the bond QP's QPN (its home member's), as control messages name it
+ *
+ * Locks: rbond_mq_mutex held.
+ * Return: the multi-rail QP, or NULL if none is registered.
+ */
 struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn)
 {
 	struct rbond_mqp *mq;
@@ -105,6 +120,14 @@ void rbond_mq_for_each(struct rbond_dev *bond,
 			fn(mq, arg);
 }
 
+/**
+ * rbond_mq_kick() - (re)schedule @mq's negotiation work on rbond_wq
+ * @mq: the multi-rail QP
+ * @delay: in jiffies, 0 for at once
+ *
+ * A pending work item is moved to the new time (mod_delayed_work()).
+ * Any context.
+ */
 void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay)
 {
 	mod_delayed_work(rbond_wq, &mq->work, delay);
@@ -124,6 +147,17 @@ static void rbond_mrail_unsize(struct rbond_qp *qp, struct rbond_mqp *mq)
 	mq->sized = false;
 }
 
+/**
+ * rbond_mrail_qp_create() - give a new QP its multi-rail state
+ * @qp: the QP, just created on its home rail
+ *
+ * Only while multi-rail is on, on a bond with two rails or more whose
+ * member CQs can take the QP's all-signaled member WQEs (rbond_cq_fit());
+ * otherwise, or without memory, the QP stays single-rail (qp->mrail NULL).
+ * Listens on every rail address first, then registers the QP by QPN.
+ * Locks: none held; takes bond->lock and rbond_mq_mutex.
+ * Context: process context, may sleep.
+ */
 void rbond_mrail_qp_create(struct rbond_qp *qp)
 {
 	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
@@ -236,7 +270,16 @@ static void rbond_mrail_mirror(struct rbond_qp *qp,
 	}
 }
 
-/* From modify_qp (bond->lock held): remember the application's attributes. */
+/**
+ * rbond_mrail_qp_modified() - remember the application's attributes
+ * @qp: the QP, whose home member was just modified
+ * @attr: the attributes given to modify_qp
+ * @mask: which of them (IB_QP_* bits)
+ *
+ * From modify_qp.  The extra-rail members follow an error state or new
+ * access rights (rbond_mrail_mirror()); RTR and RTS kick the negotiation.
+ * Locks: bond->lock held.
+ */
 void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 			     int mask)
 {
@@ -290,30 +333,39 @@ void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 		rbond_mq_kick(mq, 0);
 }
 
-/* mq->lock, which orders before bond->lock, for modify_qp(RESET) */
+/**
+ * rbond_mrail_lock() - take @qp's mq->lock, for modify_qp(RESET)
+ * @qp: the QP; nothing to take if it is single-rail
+ *
+ * mq->lock orders before bond->lock.  Released by rbond_mrail_unlock().
+ * Locks: bond->lock not held yet.
+ */
 void rbond_mrail_lock(struct rbond_qp *qp)
 {
 	if (qp->mrail)
 		mutex_lock(&qp->mrail->lock);
 }
 
+/**
+ * rbond_mrail_unlock() - release the mq->lock rbond_mrail_lock() took
+ * @qp: the QP; nothing to release if it is single-rail
+ *
+ * Locks: mq->lock held, by rbond_mrail_lock().
+ */
 void rbond_mrail_unlock(struct rbond_qp *qp)
 {
 	if (qp->mrail)
 		mutex_unlock(&qp->mrail->lock);
 }
 
-/*
- * modify_qp(RESET) (mq->lock and bond->lock held; the shadow queues are
- * empty, the published extra-rail members destroyed by rbond_qp_reset()):
- * back to a QP that has not negotiated, so that one connected again
- * (maybe to another peer) renegotiates from scratch - new members, new
- * control connection, nothing of the old peer's.
- */
-/*
- * RESET, the send queue's part (sq_post_lock and sq_lock held, the shadow
- * queue just emptied): back to the home rail, nothing waiting, nothing in
- * flight.
+/**
+ * rbond_mrail_qp_reset_sq() - RESET, the send queue's part
+ * @qp: the QP, whose shadow send queue was just emptied
+ *
+ * From modify_qp(RESET): back to the home rail, nothing waiting, nothing
+ * in flight.  The rest follows in rbond_mrail_qp_reset().
+ * Locks: sq_post_lock and sq_lock held (and, as for all of modify_qp(RESET),
+ * mq->lock and bond->lock).
  */
 void rbond_mrail_qp_reset_sq(struct rbond_qp *qp)
 {
@@ -325,7 +377,17 @@ void rbond_mrail_qp_reset_sq(struct rbond_qp *qp)
 	WRITE_ONCE(mq->up, false);
 }
 
-/* RESET, the rest (after rbond_mrail_qp_reset_sq, no spinlock held). */
+/**
+ * rbond_mrail_qp_reset() - RESET, the rest
+ * @qp: the QP
+ *
+ * From modify_qp(RESET), after rbond_mrail_qp_reset_sq(): the shadow
+ * queues are empty, the published extra-rail members destroyed by
+ * rbond_qp_reset().  Back to a QP that has not negotiated, so that one
+ * connected again (maybe to another peer) renegotiates from scratch - new
+ * members, new control connection, nothing of the old peer's.
+ * Locks: mq->lock and bond->lock held, no spinlock.
+ */
 void rbond_mrail_qp_reset(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
@@ -372,7 +434,16 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	rbond_conn_put(rsp_conn);
 }
 
-/* Before destroy: nothing of ours may touch the QP afterwards. */
+/**
+ * rbond_mrail_qp_destroy() - stop the multi-rail machinery before destroy
+ * @qp: the QP being destroyed
+ *
+ * Before destroy: nothing of ours may touch the QP afterwards.  The QP
+ * leaves the registry, its work is cancelled and its unpublished
+ * extra-rail members are destroyed; rbond_mrail_qp_free() frees the rest.
+ * Locks: none held; takes rbond_mq_mutex, mq->lock and bond->lock.
+ * Context: process context, may sleep.
+ */
 void rbond_mrail_qp_destroy(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
@@ -400,6 +471,15 @@ void rbond_mrail_qp_destroy(struct rbond_qp *qp)
 	mutex_unlock(&bond->lock);
 }
 
+/**
+ * rbond_mrail_qp_free() - free @qp's multi-rail state
+ * @qp: the QP, out of qp_xa, its members destroyed
+ *
+ * The end of destroy_qp, after rbond_mrail_qp_destroy(): the QP no longer
+ * counts for its CQs' member sizes and drops its control connections.
+ * Locks: none held; takes bond->lock.
+ * Context: process context, may sleep.
+ */
 void rbond_mrail_qp_free(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
@@ -422,7 +502,15 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	kfree(mq);
 }
 
-/* bond->lock held: @rail's member device goes away. */
+/**
+ * rbond_mrail_qp_remove_rail() - @rail's member device goes away
+ * @qp: the QP
+ * @rail: the rail
+ *
+ * The unpublished extra-rail member on @rail is destroyed and the rail's
+ * member marked in error.
+ * Locks: bond->lock held.
+ */
 void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 {
 	struct rbond_mqp *mq = qp->mrail;
@@ -467,7 +555,14 @@ static void rbond_mq_fail_work(struct work_struct *work)
 	mutex_unlock(&mq->bond->lock);
 }
 
-/* sq_lock held: the first error completion was just delivered. */
+/**
+ * rbond_mrail_qp_failed() - the first error completion was just delivered
+ * @qp: the QP
+ *
+ * A multi-rail QP's member QPs go to error from a work item
+ * (rbond_mq_fail_work()); a single-rail QP's member flushes itself.
+ * Locks: sq_lock held.
+ */
 void rbond_mrail_qp_failed(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
@@ -480,14 +575,20 @@ void rbond_mrail_qp_failed(struct rbond_qp *qp)
 		queue_work(system_unbound_wq, &mq->fail_work);
 }
 
-/*
- * Process context, no lock held, right after the application moved the QP
- * to RTS: give the negotiation a bounded chance to finish before the first
- * WQE.  Otherwise every WQE posted before it finishes runs on the home rail
- * (the upgrade ramp), which for an application that posts its whole
- * transfer at once (perftest with a deep queue) is all of it.  A peer that
- * is not a bond gives up at once (negative cache) or within the wait; one
- * whose QP is not yet at RTR (it connects after us) costs at most the wait.
+/**
+ * rbond_mrail_wait_up() - give the negotiation a bounded chance to finish
+ * @qp: the QP, just moved to RTS by the application
+ *
+ * Right after the application moved the QP to RTS: give the negotiation a
+ * bounded chance (module parameter upgrade_wait_ms) to finish before the
+ * first WQE.  Otherwise every WQE posted before it finishes runs on the
+ * home rail (the upgrade ramp), which for an application that posts its
+ * whole transfer at once (perftest with a deep queue) is all of it.  A peer
+ * that is not a bond gives up at once (negative cache) or within the wait;
+ * one whose QP is not yet at RTR (it connects after us) costs at most the
+ * wait.
+ * Locks: no lock held.
+ * Context: process context, sleeps (killable).
  */
 void rbond_mrail_wait_up(struct rbond_qp *qp)
 {
@@ -549,6 +650,20 @@ void rbond_mq_set_state(struct rbond_mqp *mq, enum rbond_neg_state st)
 }
 
 /**
+ * rbond_mrail_may_stripe() - whether @qp may use more than its home rail
+ * @qp: the QP
+ *
+ * A multi-rail QP that did not (yet) go single: its member WQEs are all
+ * signaled and accounted by the scheduler, so that extra rails can join
+ * at any time.  One that went single (a plain peer) posts as a native QP
+ * would.  Any context.
+ */
+bool rbond_mrail_may_stripe(const struct rbond_qp *qp)
+{
+	return qp->mrail && READ_ONCE(qp->mrail->state) != RBOND_NEG_SINGLE;
+}
+
+/**
  * rbond_mrail_up() - whether @qp's extra rails are published
  * @qp: the QP
  *
@@ -560,6 +675,16 @@ bool rbond_mrail_up(const struct rbond_qp *qp)
 	return qp->mrail && READ_ONCE(qp->mrail->up);
 }
 
+/**
+ * rbond_mrail_fill_res() - the multi-rail part of "rdma res show qp -dd"
+ * @msg: the netlink message, inside the QP's driver table
+ * @qp: the QP
+ *
+ * Adds "multirail" (up, single or negotiating), "negotiation" (the state)
+ * and "rails_up"; nothing for a single-rail QP.
+ * Locks: sq_lock not held (taken here).
+ * Return: 0, or -EMSGSIZE when @msg is full.
+ */
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
@@ -619,12 +744,24 @@ static const struct rbond_ctrl_ops rbond_mrail_ctrl_ops = {
 	.rkey_work = rbond_rkey_fetch_work,
 };
 
+/**
+ * rbond_mrail_init() - register the control channel's handlers
+ *
+ * At module load, before any bond exists.
+ * Return: 0.
+ */
 int rbond_mrail_init(void)
 {
 	rbond_ctrl_register(&rbond_mrail_ctrl_ops);
 	return 0;
 }
 
+/**
+ * rbond_mrail_exit() - stop the control channel (rbond_ctrl_exit())
+ *
+ * At module unload, after every bond is gone.
+ * Context: process context, sleeps.
+ */
 void rbond_mrail_exit(void)
 {
 	rbond_ctrl_exit();

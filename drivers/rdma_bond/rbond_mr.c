@@ -68,7 +68,14 @@ int rbond_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
-/* Caller holds bond->lock; every MR and QP of @pd left @rail already. */
+/**
+ * rbond_pd_remove_rail() - free @pd's member PD on @rail
+ * @pd: the bond PD
+ * @rail: the rail
+ *
+ * Every MR and QP of @pd left @rail already.
+ * Locks: bond->lock held.
+ */
 void rbond_pd_remove_rail(struct rbond_pd *pd, unsigned int rail)
 {
 	lockdep_assert_held(&to_rbond_dev(pd->ibpd.device)->lock);
@@ -243,7 +250,14 @@ int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
-/* Caller holds bond->lock; no QP uses @rail any more. */
+/**
+ * rbond_mr_remove_rail() - deregister @mr's member MR on @rail
+ * @mr: the bond MR
+ * @rail: the rail
+ *
+ * No QP uses @rail any more.  @rail leaves mr->rails first.
+ * Locks: bond->lock held.
+ */
 void rbond_mr_remove_rail(struct rbond_mr *mr, unsigned int rail)
 {
 	WRITE_ONCE(mr->rails, mr->rails & ~BIT(rail));
@@ -254,7 +268,15 @@ void rbond_mr_remove_rail(struct rbond_mr *mr, unsigned int rail)
 	mr->member[rail] = NULL;
 }
 
-/* Data path, under rcu_read_lock(): the MR of a bond lkey in @pd. */
+/**
+ * rbond_mr_lookup() - the MR of a bond lkey in @pd
+ * @pd: the bond PD
+ * @lkey: the bond lkey
+ *
+ * Data path.
+ * Locks: rcu_read_lock() held (MRs are freed after a grace period).
+ * Return: the MR, or NULL if @pd has none with @lkey.
+ */
 struct rbond_mr *rbond_mr_lookup(struct rbond_pd *pd, u32 lkey)
 {
 	return xa_load(&pd->mr_xa, lkey);

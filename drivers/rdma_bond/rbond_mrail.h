@@ -29,6 +29,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp);
 void rbond_mrail_qp_free(struct rbond_qp *qp);
 void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 bool rbond_mrail_up(const struct rbond_qp *qp);
+bool rbond_mrail_may_stripe(const struct rbond_qp *qp);
 void rbond_mrail_wait_up(struct rbond_qp *qp);
 void rbond_mrail_qp_failed(struct rbond_qp *qp);
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp);

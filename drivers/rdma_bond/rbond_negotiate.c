@@ -468,6 +468,19 @@ static bool rbond_mq_req_ours(struct rbond_conn *conn,
 	       be32_to_cpu(req->src_qpn) == peer_qpn;
 }
 
+/**
+ * rbond_mq_work() - the negotiation of one QP's extra rails, one step
+ * @work: the QP's mq->work
+ *
+ * Takes the inbox (a QP_REQ and a QP_RSP from the control channel) and,
+ * once the QP is at RTR, moves the negotiation on (see the state diagram
+ * in rbond_mqp.h): creates the extra-rail members, pairs them with the
+ * peer's rails, brings them to RTR/RTS and publishes them once the peer
+ * agreed and the QP is at RTS; sends our QP_REQ until the peer answers
+ * and answers the peer's.  Requeues itself while waiting.
+ * Locks: none held; takes mq->lock, then bond->lock.
+ * Context: process context (rbond_wq), sleeps.
+ */
 void rbond_mq_work(struct work_struct *work)
 {
 	struct rbond_mqp *mq = container_of(to_delayed_work(work),
@@ -648,11 +661,18 @@ out_unlock:
 
 /* --- QP_REQ / QP_RSP ---------------------------------------------------------- */
 
-/*
+/**
+ * rbond_handle_qp_msg() - a QP_REQ or QP_RSP from the control channel
+ * @conn: the connection it came on
+ * @m: the message
+ *
  * QP_REQ arrives on connections the peer opened (passive), QP_RSP on ours
  * (active).  Whatever cannot be about the named QP is dropped here, before
  * it can take the one-slot inbox; a QP_REQ gets the same NOENT answer
- * whether the QP does not exist or is not connected to the asker.
+ * whether the QP does not exist or is not connected to the asker.  What is
+ * taken is left to the QP's work (rbond_mq_work()).
+ * Locks: none held; takes rbond_mq_mutex.
+ * Context: process context (the control channel's receive completion).
  */
 void rbond_handle_qp_msg(struct rbond_conn *conn,
 			 const struct rbond_msg *m)

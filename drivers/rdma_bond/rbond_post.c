@@ -308,8 +308,9 @@ static void rbond_sq_complete(struct rbond_qp *qp, u32 seq, u8 status)
  * Step 4: post bytes [@off, @off + @len) of @w, slot @seq, on @rail - the
  * one place that posts application work to a member QP.  @rkeys: the
  * remote key per rail, or NULL for the application's.  A QP that may use
- * more than one rail has every member WQE signaled (the scheduler and the
- * ordering points need each completion) and accounted.  sq_lock held.
+ * more than one rail (rbond_mrail_may_stripe()) has every member WQE
+ * signaled (the scheduler and the ordering points need each completion)
+ * and accounted.  sq_lock held.
  */
 static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 			    u32 seq, unsigned int rail, u64 off, u64 len,
@@ -325,7 +326,7 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 		struct ib_rdma_wr rdma;
 		struct ib_atomic_wr atomic;
 	} mwr;
-	bool mrail = qp->mrail;
+	bool mrail = rbond_mrail_may_stripe(qp);
 	int n, ret;
 
 	lockdep_assert_held(&qp->sq_lock);

@@ -209,12 +209,16 @@ static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 		rbond_cq_drain_member(qp->rcq, rail);
 }
 
-/*
- * Caller holds bond->lock: the rail's member device is going away.  Its
- * member QP is destroyed and gives no more completions.  An extra rail's
- * WQEs still outstanding are flushed (rbond_qp_flush_rail); losing the
- * home rail puts the QP in error for good: everything flushes, the other
- * members go to error.
+/**
+ * rbond_qp_remove_rail() - the rail's member device is going away
+ * @qp: the QP
+ * @rail: the rail
+ *
+ * Its member QP is destroyed and gives no more completions.  An extra
+ * rail's WQEs still outstanding are flushed (rbond_qp_flush_rail());
+ * losing the home rail puts the QP in error for good: everything flushes,
+ * the other members go to error and the consumer gets IB_EVENT_QP_FATAL.
+ * Locks: bond->lock held.
  */
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 {

@@ -41,12 +41,18 @@ static bool rbond_handed_has(struct rbond_conn *conn, u32 rkey,
 	return false;
 }
 
-/*
+/**
+ * rbond_handle_rkey_req() - the peer asks for the alias keys of one of ours
+ * @conn: the connection it came on
+ * @m: the RKEY_REQ
+ *
  * The peer asks for the alias keys of one of our keys.  Answered only about
  * a QP connected to the asker (its address, its QPN, the nonce our QP gave
  * it), for a remotely accessible MR of that QP's PD, and only if we can
  * track it for dereg.  Every refusal is the same NOENT with no key material.
  * Bounded cost: one xarray lookup (bond rkey == lkey, the primary member's).
+ * Locks: none held; takes rbond_mq_mutex, bond->lock and conn->lock.
+ * Context: process context (the control channel's receive completion).
  */
 void rbond_handle_rkey_req(struct rbond_conn *conn,
 			   const struct rbond_msg *m)
@@ -134,6 +140,16 @@ static struct rbond_rkey *rbond_rkey_find(struct rbond_conn *conn, u32 rkey)
 	return NULL;
 }
 
+/**
+ * rbond_handle_rkey_rsp() - the peer's answer to one of our RKEY_REQs
+ * @conn: the connection it came on
+ * @m: the RKEY_RSP
+ *
+ * The cache entry the request was sent for gets the per-rail keys and
+ * access flags (and becomes valid), or becomes a negative entry on a
+ * refusal.  An answer to nothing asked is ignored.
+ * Locks: conn->lock not held (taken here, irqsave).
+ */
 void rbond_handle_rkey_rsp(struct rbond_conn *conn,
 			   const struct rbond_msg *m)
 {
@@ -164,6 +180,17 @@ void rbond_handle_rkey_rsp(struct rbond_conn *conn,
 	spin_unlock_irqrestore(&conn->lock, flags);
 }
 
+/**
+ * rbond_handle_inval() - the peer revokes one of its keys
+ * @conn: the connection it came on
+ * @m: the INVAL
+ *
+ * The key's translation leaves @conn's cache; INVAL_ACK goes back after an
+ * RCU grace period (every post that could have read the entry finished).
+ * Locks: conn->lock not held (taken here, irqsave).
+ * Context: process context (the control channel's receive completion),
+ * sleeps (synchronize_rcu()).
+ */
 void rbond_handle_inval(struct rbond_conn *conn,
 			const struct rbond_msg *m)
 {
@@ -187,6 +214,15 @@ void rbond_handle_inval(struct rbond_conn *conn,
 	rbond_ctrl_send(conn, &ack, RBOND_MSG_INVAL_ACK, RBOND_ST_OK);
 }
 
+/**
+ * rbond_handle_inval_ack() - the peer dropped one of our keys
+ * @conn: the connection it came on
+ * @m: the INVAL_ACK
+ *
+ * The INVALs of that key waiting on @conn are done: rbond_mrail_mr_dereg()
+ * is woken.
+ * Locks: conn->lock not held (taken here, irqsave).
+ */
 void rbond_handle_inval_ack(struct rbond_conn *conn,
 			    const struct rbond_msg *m)
 {
@@ -202,7 +238,13 @@ void rbond_handle_inval_ack(struct rbond_conn *conn,
 	wake_up_all(&rbond_inval_wq);
 }
 
-/* A connection went down: dereg_mr waiting for its INVAL_ACK goes on. */
+/**
+ * rbond_inval_wake() - a connection went down
+ * @conn: the connection
+ *
+ * dereg_mr waiting for its INVAL_ACK goes on (rbond_mrail_mr_dereg()).
+ * Any context.
+ */
 void rbond_inval_wake(struct rbond_conn *conn)
 {
 	wake_up_all(&rbond_inval_wq);
@@ -228,6 +270,17 @@ static bool rbond_rkey_evictable(struct rbond_conn *conn,
 	       time_after(jiffies, e->stamp + RBOND_RKEY_NEG_TTL);
 }
 
+/**
+ * rbond_rkey_fetch_work() - send a connection's pending RKEY_REQs
+ * @work: the connection's rkey_work
+ *
+ * Evicts the cache entries that may go (rbond_rkey_evictable()), asks
+ * again for those whose request or refusal is older than RBOND_RKEY_RETRY
+ * (RBOND_RKEY_TRIES times at most) and sends the requests,
+ * RBOND_RKEY_BATCH per pass.
+ * Locks: conn->lock not held (taken here, irqsave).
+ * Context: process context (rbond_wq).
+ */
 void rbond_rkey_fetch_work(struct work_struct *work)
 {
 	struct rbond_conn *conn = container_of(work, struct rbond_conn,
@@ -372,6 +425,7 @@ struct rbond_inval_arg {
 	struct rbond_dev *bond;
 	struct rbond_mr *mr;
 	struct list_head waits;
+	bool force_all;		/* a key that cannot be waited for */
 };
 
 struct rbond_invw_conn {
@@ -407,8 +461,10 @@ static void rbond_inval_one(struct rbond_conn *conn, void *arg)
 	}
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (!found || !wc) {
-		if (found)	/* cannot wait for it: force */
+		if (found) {	/* cannot wait for it: force (after the walk) */
 			atomic64_inc(&rbond_mstats.inval_timeouts);
+			a->force_all = true;
+		}
 		kfree(wc);
 		return;
 	}
@@ -435,7 +491,7 @@ static void rbond_force_error_one(struct rbond_mqp *mq, void *arg)
 	const struct rbond_conn *conn = arg;
 	unsigned int i;
 
-	if (mq->peer_addr != conn->raddr)
+	if (conn && mq->peer_addr != conn->raddr)
 		return;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct ib_qp *member = mq->m[i].published ?
@@ -446,7 +502,10 @@ static void rbond_force_error_one(struct rbond_mqp *mq, void *arg)
 	}
 }
 
-/* Force our extra-rail members towards @conn's peer to the error state. */
+/*
+ * Force our extra-rail members towards @conn's peer (NULL: every peer) to
+ * the error state.
+ */
 static void rbond_force_error(struct rbond_dev *bond, struct rbond_conn *conn)
 {
 	mutex_lock(&rbond_mq_mutex);
@@ -456,9 +515,20 @@ static void rbond_force_error(struct rbond_dev *bond, struct rbond_conn *conn)
 	mutex_unlock(&rbond_mq_mutex);
 }
 
-/*
- * dereg_mr, before the member MRs go (the MR is off bond->mrs already, so
- * no new translation can be handed out): revoke every alias handed out.
+/**
+ * rbond_mrail_mr_dereg() - revoke every alias key of @mr handed out
+ * @bond: the bond
+ * @mr: the MR
+ *
+ * From dereg_mr, before the member MRs go (the MR is off bond->mrs already,
+ * so no new translation can be handed out): revoke every alias handed out.
+ * INVAL goes on every connection that got the key (nothing for a DMA MR);
+ * one whose INVAL_ACK does not come (within RBOND_INVAL_TIMEOUT, or before
+ * it goes down) has our extra-rail members towards its peer forced to the
+ * error state, and is taken down if still up.
+ * Locks: none held (dereg_mr dropped bond->lock); takes rbond_conn_mutex,
+ * rbond_mq_mutex and bond->lock.
+ * Context: process context, sleeps.
  */
 void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr)
 {
@@ -472,6 +542,8 @@ void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr)
 		return;
 	INIT_LIST_HEAD(&a.waits);
 	rbond_ctrl_walk_conns(&it);
+	if (a.force_all)	/* out of memory for a wait: every peer */
+		rbond_force_error(bond, NULL);
 	if (list_empty(&a.waits))
 		return;
 	list_for_each_entry(wc, &a.waits, link) {
@@ -592,7 +664,14 @@ u8 rbond_rkey_classify(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	return cl;
 }
 
-/* The connection's last reference: its key cache and key work go. */
+/**
+ * rbond_rkey_conn_release() - a connection's last reference goes
+ * @conn: the connection
+ *
+ * Its key cache and key work go, and so does its table of our keys handed
+ * out (the control channel's conn_release).
+ * Context: process context, sleeps (cancel_work_sync()).
+ */
 void rbond_rkey_conn_release(struct rbond_conn *conn)
 {
 	cancel_work_sync(&conn->rkey_work);

@@ -14,10 +14,19 @@
 
 #include "rbond.h"
 
-/*
+/**
+ * rbond_sched_rd_free() - the rails with a free READ/atomic slot
+ * @s: the QP's scheduler
+ * @rails: the candidate rails
+ * @op: the WQE's opcode
+ * @rd_max: READ/atomic slots per member QP, 0 for no limit
+ * @room: if not NULL, gets the number of free slots (UINT_MAX if unlimited)
+ *
  * The rails of @rails with a free READ/atomic slot (@rd_max per member QP)
  * for a WQE of opcode @op (all of them for other opcodes); *room gets the
  * number of free slots.
+ * Locks: the QP's sq_lock held.
+ * Return: those rails.
  */
 unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
 				  unsigned long rails, enum ib_wr_opcode op,
@@ -173,11 +182,25 @@ static const char * const rbond_ordering_names[RBOND_NR_ORDERINGS] = {
 	[RBOND_ORDER_RELAXED] = "relaxed",
 };
 
+/**
+ * rbond_ordering_name() - the name of an ordering
+ * @i: enum rbond_ordering
+ *
+ * Any context.
+ * Return: its name, or "?" if @i is out of range.
+ */
 const char *rbond_ordering_name(unsigned int i)
 {
 	return i < RBOND_NR_ORDERINGS ? rbond_ordering_names[i] : "?";
 }
 
+/**
+ * rbond_policy_name() - the name of a policy
+ * @i: enum rbond_policy
+ *
+ * Any context.
+ * Return: its name, or "?" if @i is out of range.
+ */
 const char *rbond_policy_name(unsigned int i)
 {
 	return i < RBOND_NR_POLICIES ? rbond_policies[i].name : "?";
@@ -250,7 +273,15 @@ static unsigned long rbond_sched_room(const struct rbond_sched *s,
 	return rails & ~full;
 }
 
-/*
+/**
+ * rbond_sched_allowed() - the rails a WQE may go on now
+ * @s: the QP's scheduler
+ * @cl: the WQE's class (enum rbond_class)
+ * @wr: the WQE
+ * @ord: the device's ordering
+ * @rd_max: READ/atomic slots per member QP, 0 for no limit
+ * @allowed: the rails the WQE may use at all
+ *
  * Ordering (design 5): the rails of @allowed a WQE @wr of class @cl may go
  * on now (0: it waits for completions).  A strict WQE may use rail r only
  * when no other rail has WQEs in flight (RC order on r covers the rest); a
@@ -263,6 +294,8 @@ static unsigned long rbond_sched_room(const struct rbond_sched *s,
  * better placed on a rail with room, and the member never sits at its
  * limit.  Relaxed WQEs under the adaptive policy also need room in the
  * rail's window (rbond_sched_room()).
+ * Locks: the QP's sq_lock held.
+ * Return: those rails, 0 if the WQE must wait for completions.
  */
 unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 				  const struct ib_send_wr *wr,
@@ -356,7 +389,19 @@ out_unlock:
 	spin_unlock_irqrestore(&rail->rate_lock, flags);
 }
 
-/* A member WQE of @len bytes for slot @e went out on @rail. */
+/**
+ * rbond_sched_posted() - account a member WQE that went out
+ * @s: the QP's scheduler
+ * @e: its shadow slot
+ * @rail: the rail it went out on
+ * @cl: its class (enum rbond_class)
+ * @rd: it is a READ or atomic (takes a READ/atomic slot)
+ * @rkey: its remote key (remembered for an unresolved class)
+ * @len: its bytes
+ *
+ * A member WQE of @len bytes for slot @e went out on @rail.
+ * Locks: the QP's sq_lock held.
+ */
 void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 			unsigned int rail, u8 cl, bool rd, u32 rkey, u64 len)
 {
@@ -374,7 +419,15 @@ void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 	s->sbytes[rail] += len;
 }
 
-/* Slot @e completed, before its byte_len is overwritten. */
+/**
+ * rbond_sched_done() - account a completed slot
+ * @s: the QP's scheduler
+ * @e: the shadow slot
+ *
+ * Slot @e completed, before its byte_len is overwritten.  A slot not
+ * accounted as a multi-rail member WQE is left alone.
+ * Locks: the QP's sq_lock held.
+ */
 void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e)
 {
 	u8 cl = (e->flags & RBOND_SWQE_CL_MASK) >> RBOND_SWQE_CL_SHIFT;
@@ -393,7 +446,15 @@ void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e)
 	rbond_sched_unbusy(s, r, 1, e->byte_len, true);
 }
 
-/* The QP goes away: what it still had outstanding no longer keeps rails busy. */
+/**
+ * rbond_sched_release() - give back what the QP still had outstanding
+ * @s: the QP's scheduler
+ *
+ * The QP goes away (or back to its home rail, rbond_post_reset_sq()): what
+ * it still had outstanding no longer keeps rails busy.
+ * Locks: the QP's sq_lock held, except when the QP is freed
+ * (rbond_post_free(), process context); takes the rails' rate_lock.
+ */
 void rbond_sched_release(struct rbond_sched *s)
 {
 	unsigned int r;
