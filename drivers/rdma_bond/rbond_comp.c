@@ -60,6 +60,7 @@ void rbond_qp_flush(struct rbond_qp *qp)
 	unsigned long flags;
 	bool notify;
 
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	spin_lock_irqsave(&qp->scq->lock, flags);
 	spin_lock(&qp->sq_lock);
 	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
@@ -190,6 +191,7 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
 	unsigned long flags;
 	u32 s;
 
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	spin_lock_irqsave(&cq->lock, flags);
 	spin_lock(&qp->sq_lock);
 	for (s = qp->sq_tail; s != qp->sq_head; s++) {
@@ -232,6 +234,7 @@ void rbond_qp_deliver_posted(struct rbond_qp *qp)
 {
 	struct rbond_cq *cq = qp->scq;
 
+	lockdep_assert_held(&qp->sq_post_lock);
 	spin_lock(&cq->lock);
 	spin_lock(&qp->sq_lock);
 	if (rbond_qp_deliver(qp) || cq->overflow)

@@ -352,6 +352,7 @@ void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail)
 	struct ib_cq *mcq = cq->member[rail];
 	unsigned long flags;
 
+	lockdep_assert_held(&to_rbond_dev(cq->ibcq.device)->lock);
 	if (!mcq)
 		return;
 	/* Out of the poll task's sight (it polls under cq->lock) first. */

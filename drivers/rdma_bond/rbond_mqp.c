@@ -140,6 +140,7 @@ static void rbond_mq_fail_work(struct work_struct *work);
 /* The QP no longer counts for its CQs' member sizes.  bond->lock held. */
 static void rbond_mrail_unsize(struct rbond_qp *qp, struct rbond_mqp *mq)
 {
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	if (!mq->sized)
 		return;
 	qp->scq->mrail_wr -= qp->slot_cap;
@@ -234,6 +235,7 @@ static void rbond_mrail_mirror(struct rbond_qp *qp,
 	unsigned int i;
 	int ret;
 
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_ERR) {
 		a.qp_state = IB_QPS_ERR;
 		mask = IB_QP_STATE;
@@ -395,6 +397,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	unsigned long flags;
 	unsigned int i;
 
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	if (!mq)
 		return;
 

@@ -226,6 +226,7 @@ static void rbond_mq_resolve(struct rbond_mqp *mq,
 {
 	unsigned int i;
 
+	lockdep_assert_held(&mq->lock);
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct rbond_rtr_plan *p = &plan[i];
 
@@ -316,6 +317,8 @@ static void rbond_mq_advance(struct rbond_mqp *mq, bool rts,
 {
 	unsigned int i;
 
+	lockdep_assert_held(&mq->lock);
+	lockdep_assert_held(&mq->bond->lock);
 	if (!mq->have_peer)
 		return;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
@@ -382,6 +385,8 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 	unsigned long flags, rails = BIT(qp->home);
 	unsigned int i;
 
+	lockdep_assert_held(&mq->lock);
+	lockdep_assert_held(&mq->bond->lock);
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		if (mq->m[i].qp && mq->m[i].state == RBOND_M_RTS &&
 		    !mq->m[i].published)

@@ -300,6 +300,7 @@ static void rbond_sq_complete(struct rbond_qp *qp, u32 seq, u8 status)
 {
 	struct rbond_swqe *e = rbond_sq_slot(qp, seq);
 
+	lockdep_assert_held(&qp->sq_lock);
 	e->status = status;
 	e->flags |= RBOND_SWQE_DONE | RBOND_SWQE_SIGNALED;
 }
@@ -386,6 +387,7 @@ static int rbond_post_wait(struct rbond_qp *qp, struct rbond_wqe *w)
 	u32 idx = qp->pend_head & (qp->pend_size - 1);
 	u8 *inl;
 
+	lockdep_assert_held(&qp->sq_lock);
 	if (!qp->pend)
 		return -EINVAL;		/* the home rail is gone */
 	if (w->verbatim && w->bytes) {
@@ -446,6 +448,7 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	int ret = 0;
 	u8 cl;
 
+	lockdep_assert_held(&qp->sq_post_lock);
 	ret = rbond_wqe_decode(qp, wr, isge, &w);
 	if (ret)
 		return ret;

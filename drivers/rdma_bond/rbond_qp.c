@@ -191,6 +191,7 @@ static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 	struct ib_qp *member;
 	unsigned long flags;
 
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	spin_lock(&qp->rq_post_lock);
 	spin_lock(&qp->sq_lock);
@@ -227,6 +228,7 @@ void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 	unsigned long flags;
 	unsigned int i;
 
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	/* no WQE goes to @rail from now on (rbond_post_chunk) */
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	qp->s.rails_up &= ~BIT(rail);
@@ -301,6 +303,7 @@ static void rbond_qp_reset(struct rbond_qp *qp)
 	unsigned long flags;
 	unsigned int i;
 
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	/*
 	 * Under the post locks: a post racing the RESET (another thread)
 	 * must neither undo a slot dropped here nor account a WQE between

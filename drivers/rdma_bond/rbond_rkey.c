@@ -35,6 +35,7 @@ static bool rbond_handed_has(struct rbond_conn *conn, u32 rkey,
 {
 	struct rbond_handed *h;
 
+	lockdep_assert_held(&conn->lock);
 	hash_for_each_possible(conn->handed, h, node, rkey)
 		if (h->rkey == rkey && h->mr == mr)
 			return true;
@@ -261,6 +262,7 @@ void rbond_inval_wake(struct rbond_conn *conn)
 static bool rbond_rkey_evictable(struct rbond_conn *conn,
 				 const struct rbond_rkey *e)
 {
+	lockdep_assert_held(&conn->lock);
 	if (e->state != RBOND_RK_NEG && e->state != RBOND_RK_SENT)
 		return false;
 	if (e->state == RBOND_RK_NEG &&
@@ -491,6 +493,8 @@ static void rbond_force_error_one(struct rbond_mqp *mq, void *arg)
 	const struct rbond_conn *conn = arg;
 	unsigned int i;
 
+	lockdep_assert_held(&rbond_mq_mutex);
+	lockdep_assert_held(&mq->bond->lock);
 	if (conn && mq->peer_addr != conn->raddr)
 		return;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {

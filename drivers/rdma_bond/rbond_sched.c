@@ -14,6 +14,12 @@
 
 #include "rbond.h"
 
+/* Every function here but rbond_sched_release() runs under the QP's sq_lock. */
+static inline void rbond_sched_assert(const struct rbond_sched *s)
+{
+	lockdep_assert_held(&container_of(s, struct rbond_qp, s)->sq_lock);
+}
+
 /**
  * rbond_sched_rd_free() - the rails with a free READ/atomic slot
  * @s: the QP's scheduler
@@ -34,6 +40,7 @@ unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
 {
 	unsigned int r, n = 0;
 
+	rbond_sched_assert(s);
 	if (!rbond_wr_is_rd(op) || !rd_max) {
 		if (room)
 			*room = UINT_MAX;
@@ -221,6 +228,7 @@ const char *rbond_policy_name(unsigned int i)
 unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
 			      unsigned long allowed, u64 len)
 {
+	rbond_sched_assert(s);
 	allowed &= s->rails_up;
 	if (!allowed)
 		return RBOND_MAX_RAILS;
@@ -308,6 +316,7 @@ unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 	bool same_unres = false;
 	unsigned int r, o;
 
+	rbond_sched_assert(s);
 	if ((cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD) &&
 	    s->inflight_cl[s->home][cl])
 		return 0;	/* one at a time while keys are translated */
@@ -405,6 +414,7 @@ out_unlock:
 void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 			unsigned int rail, u8 cl, bool rd, u32 rkey, u64 len)
 {
+	rbond_sched_assert(s);
 	e->flags |= RBOND_SWQE_MRAIL | (cl << RBOND_SWQE_CL_SHIFT);
 	if (cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD)
 		s->unres_rkey[cl - RBOND_CL_UWRITE] = rkey;
@@ -433,6 +443,7 @@ void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e)
 	u8 cl = (e->flags & RBOND_SWQE_CL_MASK) >> RBOND_SWQE_CL_SHIFT;
 	unsigned int r = e->rail;
 
+	rbond_sched_assert(s);
 	if (!(e->flags & RBOND_SWQE_MRAIL) || r >= RBOND_MAX_RAILS)
 		return;
 	if ((e->flags & RBOND_SWQE_RD) && s->rd_inflight[r])
