@@ -340,6 +340,10 @@ int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,
 			    struct rdma_ah_attr *out,
 			    const struct ib_gid_attr **member_gid);
 
+/* rbond_net.c */
+__be32 rbond_ndev_ipv4(struct net_device *ndev);
+bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr);
+
 /* rbond_options.c */
 enum rbond_opt_id {
 	RBOND_OPT_POLICY,

@@ -125,8 +125,6 @@ struct rbond_conn_iter {
 };
 
 void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it);
-__be32 rbond_ndev_ipv4(struct net_device *ndev);
-bool rbond_route_via(struct net_device *ndev, __be32 saddr, __be32 daddr);
 void rbond_ctrl_exit(void);
 
 #endif /* RBOND_CTRL_H */
