@@ -260,7 +260,8 @@ int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  */
 void rbond_mr_remove_rail(struct rbond_mr *mr, unsigned int rail)
 {
-	lockdep_assert_held(&to_rbond_dev(mr->ibmr.device)->lock);
+	/* not ibmr.device: the core sets it after reg_user_mr returns */
+	lockdep_assert_held(&to_rbond_dev(mr->pd->ibpd.device)->lock);
 	WRITE_ONCE(mr->rails, mr->rails & ~BIT(rail));
 	if (!mr->member[rail])
 		return;
