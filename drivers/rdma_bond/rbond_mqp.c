@@ -309,8 +309,6 @@ void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 		mq->app.retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
 		mq->app.rnr_retry = attr->rnr_retry;
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
-		mq->app.max_rd_atomic = attr->max_rd_atomic;
 	if (mask & IB_QP_DEST_QPN)
 		mq->peer_qpn = attr->dest_qp_num;
 	if (mask & IB_QP_AV) {

@@ -17,7 +17,7 @@ extern bool rbond_multirail;
 int rbond_mrail_init(void);
 void rbond_mrail_exit(void);
 
-/* QP hooks (rbond_qp.c) */
+/* QP hooks (rbond_qp.c, rbond_comp.c) */
 void rbond_mrail_qp_create(struct rbond_qp *qp);
 void rbond_mrail_qp_modified(struct rbond_qp *qp, const struct ib_qp_attr *attr,
 			     int attr_mask);

@@ -302,7 +302,7 @@ static int rbond_mq_rts(struct rbond_mqp *mq, unsigned int i)
 	attr.timeout = mq->app.timeout;
 	attr.retry_cnt = mq->app.retry_cnt;
 	attr.rnr_retry = mq->app.rnr_retry;
-	attr.max_rd_atomic = mq->app.max_rd_atomic;
+	attr.max_rd_atomic = READ_ONCE(mq->qp->max_rd_atomic);
 	ret = ib_modify_qp(m->qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
 			   IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
 			   IB_QP_MAX_QP_RD_ATOMIC);
