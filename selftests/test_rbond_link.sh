@@ -115,7 +115,7 @@ test_rail_state() {
 	local rc=0 i
 	wait_for() { for i in $(seq 50); do eval "$1" && return 0; sleep 0.1; done; return 1; }
 	ip link set a1 down
-	wait_for "grep -qx '1 rxe_a1 a1 down' $SYS/rbond0/bond/rails" || rc=1
+	wait_for "grep -qx '1 rxe_a1 a1 down (link down)' $SYS/rbond0/bond/rails" || rc=1
 	grep -q ACTIVE $SYS/rbond0/ports/1/state || rc=1
 	log "a1 down: rate $(cat $SYS/rbond0/ports/1/rate), state $(cat $SYS/rbond0/ports/1/state)"
 	[ "$(cut -d' ' -f1 $SYS/rbond0/ports/1/rate)" = 10 ] || rc=1

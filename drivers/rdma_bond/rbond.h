@@ -80,7 +80,26 @@ enum rbond_rail_stat {
 	RBOND_STAT_RX_BYTES,
 	RBOND_STAT_COMPLETIONS,
 	RBOND_STAT_ERRORS,
+	RBOND_STAT_FAILOVERS,		/* QPs that failed over off the rail */
+	RBOND_STAT_REPLAYED_WQES,	/* member WQEs posted again elsewhere */
+	RBOND_STAT_REPLAYED_BYTES,
+	RBOND_STAT_FAILOVER_US,		/* last: detection to resumed traffic */
 	RBOND_NR_RAIL_STATS
+};
+
+/*
+ * Why a rail failed (rbond_failover.c): the rail's own state for LINK and
+ * REMOVED; per QP for the others.
+ */
+enum rbond_fail_reason {
+	RBOND_FAIL_NONE,
+	RBOND_FAIL_LINK,		/* port error event */
+	RBOND_FAIL_REMOVED,		/* member device removed */
+	RBOND_FAIL_RETRY,		/* member WQE: retry exceeded */
+	RBOND_FAIL_STALL,		/* no progress with work outstanding */
+	RBOND_FAIL_PEER,		/* the peer's module fenced it */
+	RBOND_FAIL_QP_FATAL,		/* member QP async error */
+	RBOND_NR_FAIL_REASONS
 };
 
 struct rbond_dev;
@@ -92,6 +111,7 @@ struct rbond_rail {
 	struct net_device *ndev;	/* held with dev_hold() */
 	u32 port;			/* member port */
 	bool active;			/* member port ACTIVE (event driven) */
+	u8 down_reason;			/* enum rbond_fail_reason, if not */
 	struct ib_event_handler event_handler;
 	atomic64_t stats[RBOND_NR_RAIL_STATS];
 	/*
@@ -132,9 +152,13 @@ struct rbond_dev {
 	u32 ordering;			/* enum rbond_ordering */
 	u32 stripe_threshold;
 	u32 rail_window;		/* adaptive: bytes outstanding per rail */
+	u32 stall_ms;			/* failover: no progress for this long */
 
 	struct work_struct unreg_work;
 	bool unreg_queued;
+	/* rails whose port went down: their QPs fail over (rail_work) */
+	unsigned long rails_failed;
+	struct work_struct rail_work;
 };
 
 struct rbond_ucontext {
@@ -184,7 +208,8 @@ struct rbond_cq {
 /* a chunk of a split WQE other than the last: folded into the last */
 #define RBOND_SWQE_CHUNK	BIT(2)
 /* the scheduler's (rbond_sched_posted/done) */
-#define RBOND_SWQE_RD		BIT(3)	/* holds a READ/atomic slot */
+/* on a failed rail, not completed: posted again elsewhere (failover) */
+#define RBOND_SWQE_REPLAY	BIT(3)
 #define RBOND_SWQE_CL_SHIFT	4
 #define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
 #define RBOND_SWQE_MRAIL	BIT(7)	/* accounted by the scheduler */
@@ -241,6 +266,9 @@ struct rbond_qp {
 	u32 mposted[RBOND_MAX_RAILS];	/* member WQEs posted per rail */
 	/* WQEs that wait for completions (multi-rail; rbond_post.c) */
 	struct rbond_wqe *pend;
+	/* per slot, what went on an extra rail: replayed if it fails */
+	struct rbond_wqe *log;
+	unsigned long fo_rails;		/* rails failing over (sq_lock) */
 	u8 *pend_inl;			/* their inline data, per slot */
 	u32 pend_head, pend_tail, pend_size;
 	/* application WQEs in [sq_tail, sq_head): at most cap.max_send_wr */
@@ -350,6 +378,7 @@ enum rbond_opt_id {
 	RBOND_OPT_ORDERING,
 	RBOND_OPT_STRIPE_THRESHOLD,
 	RBOND_OPT_RAIL_WINDOW,
+	RBOND_OPT_STALL_MS,
 	RBOND_NR_OPTS
 };
 
@@ -398,15 +427,20 @@ int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 bool rbond_post_drain(struct rbond_qp *qp);
 void rbond_post_flush_pending(struct rbond_qp *qp);
+unsigned int rbond_post_replay(struct rbond_qp *qp, unsigned int rail,
+			       u64 *bytes);
 int rbond_post_alloc_pending(struct rbond_qp *qp);
 void rbond_post_free(struct rbond_qp *qp);
 void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok);
 
 /* rbond_comp.c */
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
-			 const struct ib_wc *mwc);
+			 unsigned int rail, const struct ib_wc *mwc);
 void rbond_qp_deliver_posted(struct rbond_qp *qp);
 void rbond_qp_flush(struct rbond_qp *qp);
-void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail);
+void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail,
+			 enum ib_wc_status status);
+int rbond_qp_replay_rail(struct rbond_qp *qp, unsigned int rail, bool force,
+			 u64 *bytes);
 
 #endif /* RBOND_H */

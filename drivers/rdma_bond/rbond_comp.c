@@ -172,19 +172,22 @@ static bool rbond_qp_deliver(struct rbond_qp *qp)
 }
 
 /**
- * rbond_qp_flush_rail() - flush the WQEs of a rail whose member QP is gone
+ * rbond_qp_flush_rail() - fail the WQEs of a rail that is gone
  * @qp: the QP
- * @rail: the rail, whose member QP is gone (rail removal)
+ * @rail: the rail, whose member QP is gone (rail removal) or which failed
+ *	and cannot be failed over (rbond_failover.c)
+ * @status: what they complete with (the first of them; the rest flush)
  *
  * Its WQEs that had not completed (their completions, if any, were
  * processed when the member was destroyed) never will.  As RC does on a
- * broken connection, they complete with a flush error in posting order:
+ * broken connection, they complete with an error in posting order:
  * the first of them is the QP's first error, everything after it flushes
  * (rbond_qp_deliver()) and the QP goes to error (rbond_mrail_qp_failed()).
  * Locks: bond->lock held; the send CQ's lock and sq_lock not held (taken
  * here).
  */
-void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
+void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail,
+			 enum ib_wc_status status)
 {
 	struct rbond_cq *cq = qp->scq;
 	bool added = false, found = false, notify, overflow;
@@ -200,14 +203,16 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
 		if (e->rail != rail || (e->flags & RBOND_SWQE_DONE))
 			continue;
 		rbond_sched_done(&qp->s, e);
-		e->status = IB_WC_WR_FLUSH_ERR;
+		e->status = found ? IB_WC_WR_FLUSH_ERR : status;
 		e->vendor_err = 0;
+		e->flags &= ~RBOND_SWQE_REPLAY;
 		e->flags |= RBOND_SWQE_DONE;
 		found = true;
 	}
+	qp->fo_rails &= ~BIT(rail);
 	if (found) {
 		ibdev_dbg(qp->ibqp.device,
-			  "QP 0x%x: WQEs on removed rail %u flushed\n",
+			  "QP 0x%x: WQEs on lost rail %u failed\n",
 			  qp->ibqp.qp_num, rail);
 		added = rbond_qp_deliver(qp);
 	}
@@ -219,6 +224,65 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail)
 	cq->overflow = false;
 	spin_unlock_irqrestore(&cq->lock, flags);
 	rbond_cq_notify(cq, notify, overflow);
+}
+
+/**
+ * rbond_qp_replay_rail() - post again what a failed rail did not complete
+ * @qp: the QP
+ * @rail: the failed rail, fenced on both hosts
+ * @force: its member gives no more completions (gone, or given time):
+ *	every slot of it not completed is replayed
+ * @bytes: add the bytes posted again here
+ *
+ * Unless @force, only once every member WQE of @rail has completed or
+ * been caught for replay (rbond_fo_catch()), so that nothing is posted
+ * twice.  Then rbond_post_replay(), and delivery goes on (the replayed
+ * WQEs held it up; so did the ordering points behind them).
+ * Locks: bond->lock held; the send CQ's lock and sq_lock not held.
+ * Return: the number of member WQEs posted again, or -EAGAIN when @rail
+ * still has member WQEs outstanding.
+ */
+int rbond_qp_replay_rail(struct rbond_qp *qp, unsigned int rail, bool force,
+			 u64 *bytes)
+{
+	struct rbond_cq *cq = qp->scq;
+	bool added, notify, overflow;
+	unsigned long flags;
+	int n = 0;
+	u32 s;
+
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	spin_lock_irqsave(&cq->lock, flags);
+	spin_lock(&qp->sq_lock);
+	for (s = qp->sq_tail; s != qp->sq_head; s++) {
+		struct rbond_swqe *e = rbond_sq_slot(qp, s);
+
+		if (e->rail != rail ||
+		    (e->flags & (RBOND_SWQE_DONE | RBOND_SWQE_REPLAY)))
+			continue;
+		if (!force) {
+			n = -EAGAIN;
+			break;
+		}
+		e->flags |= RBOND_SWQE_REPLAY;
+	}
+	if (n) {
+		spin_unlock(&qp->sq_lock);
+		spin_unlock_irqrestore(&cq->lock, flags);
+		return n;
+	}
+	n = rbond_post_replay(qp, rail, bytes);
+	qp->fo_rails &= ~BIT(rail);
+	added = rbond_qp_deliver(qp);
+	spin_unlock(&qp->sq_lock);
+	notify = added && cq->notify;
+	if (notify)
+		cq->notify = 0;
+	overflow = cq->overflow;
+	cq->overflow = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	rbond_cq_notify(cq, notify, overflow);
+	return n;
 }
 
 /**
@@ -244,11 +308,11 @@ void rbond_qp_deliver_posted(struct rbond_qp *qp)
 }
 
 static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
-			     const struct ib_wc *mwc, u32 seq)
+			     unsigned int rail, const struct ib_wc *mwc,
+			     u32 seq)
 {
 	struct rbond_swqe *e;
 	bool added = false;
-	unsigned int rail;
 	u32 s;
 
 	spin_lock(&qp->sq_lock);
@@ -259,20 +323,40 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 		return false;
 	}
 	e = rbond_sq_slot(qp, seq);
-	rail = e->rail;
-	if (!(e->flags & RBOND_SWQE_DONE))
-		rbond_sched_done(&qp->s, e);
+	/*
+	 * From the rail the slot went to last: a WQE posted again after its
+	 * rail failed may still see the old member's flush.
+	 */
+	if (rail != e->rail || (e->flags & RBOND_SWQE_DONE)) {
+		spin_unlock(&qp->sq_lock);
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: stale send completion\n",
+			  qp->ibqp.qp_num);
+		return false;
+	}
+	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
+	if (mwc->status != IB_WC_SUCCESS)
+		rbond_stat_add(bond, rail, RBOND_STAT_ERRORS, 1);
+	if (mwc->status != IB_WC_SUCCESS && rbond_fo_catch(qp, e, mwc)) {
+		/* failover: posted again once the rail is fenced */
+		spin_unlock(&qp->sq_lock);
+		return false;
+	}
+	rbond_sched_done(&qp->s, e);
 	e->status = mwc->status;
 	e->vendor_err = mwc->vendor_err;
 	if (mwc->status == IB_WC_SUCCESS)
 		e->byte_len = mwc->byte_len;
 	e->flags |= RBOND_SWQE_DONE;
 
-	/* RC: earlier (unsignaled) WQEs on the same rail are complete too. */
+	/*
+	 * RC: earlier (unsignaled) WQEs on the same member are complete too:
+	 * those posted to it before this one.
+	 */
 	for (s = qp->sq_tail; s != seq; s++) {
 		struct rbond_swqe *p = rbond_sq_slot(qp, s);
 
-		if (p->rail == rail && !(p->flags & RBOND_SWQE_DONE)) {
+		if (p->rail == rail && (s32)(e->mseq - p->mseq) > 0 &&
+		    !(p->flags & (RBOND_SWQE_DONE | RBOND_SWQE_REPLAY))) {
 			rbond_sched_done(&qp->s, p);
 			p->flags |= RBOND_SWQE_DONE;
 			p->status = IB_WC_SUCCESS;
@@ -281,10 +365,6 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 
 	added = rbond_qp_deliver(qp);
 	spin_unlock(&qp->sq_lock);
-
-	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
-	if (mwc->status != IB_WC_SUCCESS)
-		rbond_stat_add(bond, rail, RBOND_STAT_ERRORS, 1);
 	return added;
 }
 
@@ -329,6 +409,7 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
  * rbond_qp_process_wc() - one member completion
  * @bond: the bond
  * @cq: the bond CQ whose member CQ it came from
+ * @rail: the rail of that member CQ
  * @mwc: the member completion
  *
  * Completes its slot (and, on the send side, the unsignaled slots before
@@ -340,7 +421,7 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
  * Return: true when a completion was added to a bond CQ.
  */
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
-			 const struct ib_wc *mwc)
+			 unsigned int rail, const struct ib_wc *mwc)
 {
 	u32 id = mwc->wr_id >> RBOND_WRID_ID_SHIFT;
 	u32 seq = lower_32_bits(mwc->wr_id);
@@ -357,5 +438,5 @@ bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 	}
 	if (WARN_ON_ONCE(qp->scq != cq))
 		return false;
-	return rbond_qp_send_wc(bond, qp, mwc, seq);
+	return rbond_qp_send_wc(bond, qp, rail, mwc, seq);
 }

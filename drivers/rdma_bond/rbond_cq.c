@@ -91,8 +91,9 @@ void rbond_cq_kick(struct rbond_cq *cq)
  * the bond CQ's consumer must be notified.
  */
 static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
-					struct ib_cq *mcq, int *budget)
+					unsigned int rail, int *budget)
 {
+	struct ib_cq *mcq = cq->member[rail];
 	struct rbond_dev *bond = to_rbond_dev(cq->ibcq.device);
 	struct ib_wc wc[RBOND_POLL_BATCH];
 	bool added = false;
@@ -105,7 +106,8 @@ static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
 				       wc)) > 0) {
 			*budget -= n;
 			for (i = 0; i < n; i++)
-				added |= rbond_qp_process_wc(bond, cq, &wc[i]);
+				added |= rbond_qp_process_wc(bond, cq, rail,
+							     &wc[i]);
 		}
 	} while (*budget > 0 &&
 		 ib_req_notify_cq(mcq, IB_CQ_NEXT_COMP |
@@ -132,8 +134,7 @@ static void rbond_cq_poll_task(struct tasklet_struct *t)
 	for (k = 0; k < RBOND_MAX_RAILS && budget > 0; k++) {
 		i = (cq->poll_first + k) % RBOND_MAX_RAILS;
 		if (cq->member[i])
-			notify |= rbond_cq_poll_member_locked(cq, cq->member[i],
-							      &budget);
+			notify |= rbond_cq_poll_member_locked(cq, i, &budget);
 	}
 	cq->poll_first = (cq->poll_first + 1) % RBOND_MAX_RAILS;
 	if (budget <= 0)
@@ -183,7 +184,7 @@ void rbond_cq_drain_member(struct rbond_cq *cq, unsigned int rail)
 	if (!cq->member[rail])
 		return;
 	spin_lock_irqsave(&cq->lock, flags);
-	notify = rbond_cq_poll_member_locked(cq, cq->member[rail], &budget);
+	notify = rbond_cq_poll_member_locked(cq, rail, &budget);
 	overflow = cq->overflow;
 	cq->overflow = false;
 	spin_unlock_irqrestore(&cq->lock, flags);

@@ -9,6 +9,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rbond.h"
+#include "rbond_mrail.h"
 
 /* --- device attributes ---------------------------------------------------- */
 
@@ -494,7 +495,7 @@ static ssize_t primary_show(struct device *device,
 }
 static DEVICE_ATTR_RO(primary);
 
-/* One line per rail: "index ibdev netdev state". */
+/* One line per rail: "index ibdev netdev state", and why it is down. */
 static ssize_t rails_show(struct device *device,
 			  struct device_attribute *attr, char *buf)
 {
@@ -507,11 +508,16 @@ static ssize_t rails_show(struct device *device,
 	     i = rbond_next_rail(bond, i + 1)) {
 		struct rbond_rail *rail = &bond->rails[i];
 
-		len += sysfs_emit_at(buf, len, "%u %s %s %s\n", i,
+		u8 why = READ_ONCE(rail->down_reason);
+
+		len += sysfs_emit_at(buf, len, "%u %s %s %s", i,
 				     dev_name(&rail->ibdev->dev),
 				     netdev_name(rail->ndev),
-				     READ_ONCE(rail->active) ? "active" :
-							       "down");
+				     READ_ONCE(rail->active) ? "active" : "down");
+		if (!READ_ONCE(rail->active) && why != RBOND_FAIL_NONE)
+			len += sysfs_emit_at(buf, len, " (%s)",
+					     rbond_fail_reason_name(why));
+		len += sysfs_emit_at(buf, len, "\n");
 	}
 	mutex_unlock(&bond->lock);
 	return len;
@@ -527,6 +533,7 @@ static struct attribute *rbond_attrs[] = {
 	&rbond_opt_attrs[RBOND_OPT_ORDERING].attr,
 	&rbond_opt_attrs[RBOND_OPT_STRIPE_THRESHOLD].attr,
 	&rbond_opt_attrs[RBOND_OPT_RAIL_WINDOW].attr,
+	&rbond_opt_attrs[RBOND_OPT_STALL_MS].attr,
 	NULL
 };
 
@@ -545,24 +552,40 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail0_rx_bytes" },
 	{ .name = "rail0_completions" },
 	{ .name = "rail0_errors" },
+	{ .name = "rail0_failovers" },
+	{ .name = "rail0_replayed_wqes" },
+	{ .name = "rail0_replayed_bytes" },
+	{ .name = "rail0_failover_us" },
 	{ .name = "rail1_tx_wqes" },
 	{ .name = "rail1_tx_bytes" },
 	{ .name = "rail1_rx_wqes" },
 	{ .name = "rail1_rx_bytes" },
 	{ .name = "rail1_completions" },
 	{ .name = "rail1_errors" },
+	{ .name = "rail1_failovers" },
+	{ .name = "rail1_replayed_wqes" },
+	{ .name = "rail1_replayed_bytes" },
+	{ .name = "rail1_failover_us" },
 	{ .name = "rail2_tx_wqes" },
 	{ .name = "rail2_tx_bytes" },
 	{ .name = "rail2_rx_wqes" },
 	{ .name = "rail2_rx_bytes" },
 	{ .name = "rail2_completions" },
 	{ .name = "rail2_errors" },
+	{ .name = "rail2_failovers" },
+	{ .name = "rail2_replayed_wqes" },
+	{ .name = "rail2_replayed_bytes" },
+	{ .name = "rail2_failover_us" },
 	{ .name = "rail3_tx_wqes" },
 	{ .name = "rail3_tx_bytes" },
 	{ .name = "rail3_rx_wqes" },
 	{ .name = "rail3_rx_bytes" },
 	{ .name = "rail3_completions" },
 	{ .name = "rail3_errors" },
+	{ .name = "rail3_failovers" },
+	{ .name = "rail3_replayed_wqes" },
+	{ .name = "rail3_replayed_bytes" },
+	{ .name = "rail3_failover_us" },
 };
 
 static_assert(ARRAY_SIZE(rbond_stat_descs) ==

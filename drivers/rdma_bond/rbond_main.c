@@ -158,6 +158,9 @@ static void rbond_rail_event(struct ib_event_handler *handler,
 	case IB_EVENT_PORT_ERR:
 	case IB_EVENT_DEVICE_FATAL:
 		WRITE_ONCE(rail->active, false);
+		/* its QPs go on over the other rails */
+		rbond_fo_rail_down(rail->bond, rail - rail->bond->rails,
+				   RBOND_FAIL_LINK);
 		break;
 	default:
 		return;
@@ -298,6 +301,8 @@ void rbond_dealloc_driver(struct ib_device *ibdev)
 		rbond_rail_release(bond, i);
 	mutex_unlock(&bond->lock);
 	mutex_unlock(&rbond_mutex);
+	/* no event handler left to queue it */
+	cancel_work_sync(&bond->rail_work);
 
 	WARN_ON_ONCE(!list_empty(&bond->qps) || !list_empty(&bond->cqs) ||
 		     !list_empty(&bond->mrs) || !list_empty(&bond->pds));
@@ -322,6 +327,7 @@ static int rbond_create(const char *name, struct ib_device *member, u32 port,
 		return -ENOMEM;
 	rbond_opts_init(bond);
 	INIT_WORK(&bond->unreg_work, rbond_unreg_work);
+	INIT_WORK(&bond->rail_work, rbond_fo_rail_work);
 
 	rbond_rail_init(bond, 0, member, port, ndev);
 	bond->primary = 0;
@@ -525,6 +531,7 @@ static int __init rbond_init(void)
 		goto err_destroy_wq;
 
 	rdma_link_register(&rbond_link_ops);
+	rbond_fo_init();
 	pr_info("loaded (ABI %d)\n", RBOND_UVERBS_ABI_VERSION);
 	return 0;
 
@@ -537,6 +544,7 @@ static void __exit rbond_exit(void)
 {
 	struct rbond_member *m, *tmp;
 
+	rbond_fo_exit();
 	rdma_link_unregister(&rbond_link_ops);
 	rbond_unregister_all();
 	/* Queued unregistrations (last rail gone) are no-ops by now. */

@@ -43,7 +43,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\n",
 			  atomic64_read(&rbond_ctrl_stats.probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -54,7 +54,10 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->striped),
 			  atomic64_read(&s->chunks),
 			  atomic64_read(&s->waits),
-			  atomic64_read(&s->qp_failed));
+			  atomic64_read(&s->qp_failed),
+			  atomic64_read(&s->failovers),
+			  atomic64_read(&s->fo_replayed),
+			  atomic64_read(&s->fo_failed));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {
@@ -102,7 +105,7 @@ struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn)
 
 /**
  * rbond_mq_for_each() - call @fn for every multi-rail QP of @bond
- * @bond: the bond
+ * @bond: the bond, or NULL for every bond
  * @fn: the function
  * @arg: its argument
  *
@@ -116,7 +119,7 @@ void rbond_mq_for_each(struct rbond_dev *bond,
 
 	lockdep_assert_held(&rbond_mq_mutex);
 	hash_for_each(rbond_mq_hash, bkt, mq, hnode)
-		if (mq->bond == bond)
+		if (!bond || mq->bond == bond)
 			fn(mq, arg);
 }
 
@@ -178,6 +181,7 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 	spin_lock_init(&mq->attr_lock);
 	INIT_DELAYED_WORK(&mq->work, rbond_mq_work);
 	INIT_WORK(&mq->fail_work, rbond_mq_fail_work);
+	rbond_fo_mq_init(mq);
 	init_waitqueue_head(&mq->up_wq);
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		mq->m[i].peer = -1;
@@ -408,6 +412,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 		m->peer = -1;
 	}
 	rbond_mq_set_state(mq, RBOND_NEG_INIT);
+	rbond_fo_mq_reset(mq);
 	mq->have_peer = false;
 	mq->peer_nrails = 0;
 	mq->tries = 0;
@@ -493,6 +498,7 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	 * work again (rbond_mrail_qp_failed).
 	 */
 	cancel_work_sync(&mq->fail_work);
+	cancel_delayed_work_sync(&mq->fo_work);
 	mutex_lock(&mq->bond->lock);
 	rbond_mrail_unsize(qp, mq);
 	mutex_unlock(&mq->bond->lock);
@@ -500,6 +506,7 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	rbond_conn_put(mq->conn);
 	rbond_conn_put(mq->req_conn);
 	rbond_conn_put(mq->rsp_conn);
+	rbond_conn_put(mq->fence_conn);
 	kfree(mq);
 }
 
@@ -705,7 +712,9 @@ int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
 				      "single" : "negotiating") ||
 	    rdma_nl_put_driver_string(msg, "negotiation",
 				      rbond_mq_state_name(st)) ||
-	    rdma_nl_put_driver_u32_hex(msg, "rails_up", rails))
+	    rdma_nl_put_driver_u32_hex(msg, "rails_up", rails) ||
+	    rdma_nl_put_driver_u32_hex(msg, "rails_failed",
+				       READ_ONCE(mq->fo_failed)))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -738,6 +747,8 @@ static const struct rbond_ctrl_ops rbond_mrail_ctrl_ops = {
 		[RBOND_MSG_RKEY_RSP] = rbond_handle_rkey_rsp,
 		[RBOND_MSG_INVAL] = rbond_handle_inval,
 		[RBOND_MSG_INVAL_ACK] = rbond_handle_inval_ack,
+		[RBOND_MSG_FENCE] = rbond_handle_fence,
+		[RBOND_MSG_FENCE_ACK] = rbond_handle_fence_ack,
 	},
 	.conn_up = rbond_mrail_conn_up,
 	.conn_down = rbond_mrail_conn_down,

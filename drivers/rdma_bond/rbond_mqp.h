@@ -28,6 +28,10 @@
 #define RBOND_RKEY_TRIES	8
 #define RBOND_RKEY_NEG_TTL	(10 * HZ)	/* a refused key is asked again */
 #define RBOND_INVAL_TIMEOUT	(2 * HZ)
+#define RBOND_FO_FENCE_RETRY_MS	100	/* FENCE sent again */
+#define RBOND_FO_FENCE_MS	3000	/* no FENCE_ACK: the WQEs fail */
+#define RBOND_FO_FLUSH_MS	1000	/* member flushes awaited at most */
+#define RBOND_FO_WATCH_MS	50	/* stall watchdog period */
 
 enum rbond_mstate {
 	RBOND_M_NONE,
@@ -109,6 +113,24 @@ struct rbond_mqp {
 
 	/* extra rails published (qp->sq_lock to write) */
 	bool up;
+
+	/*
+	 * Failover of extra rails (rbond_failover.c), bit per local rail.
+	 * fo_want: failing over (set under qp->sq_lock by rbond_fo_mark(),
+	 * cleared by the work); fo_local: our member stopped; fo_peer: the
+	 * peer's member stopped (its FENCE or FENCE_ACK); fo_failed: rails
+	 * this QP lost.  Atomic bit operations; the rest under mq->lock.
+	 */
+	struct delayed_work fo_work;
+	unsigned long fo_want, fo_local, fo_peer, fo_failed;
+	u8 fo_reason[RBOND_MAX_RAILS];	/* enum rbond_fail_reason */
+	u64 fo_t0[RBOND_MAX_RAILS];	/* ktime of detection */
+	u64 fo_since[RBOND_MAX_RAILS];	/* of the failure, as known */
+	unsigned long fo_sent[RBOND_MAX_RAILS];	/* jiffies, last FENCE */
+	/* inbox (attr_lock): FENCE / FENCE_ACK for our rail, from peer rail */
+	unsigned long fence_in, ack_in;
+	u8 fence_from[RBOND_MAX_RAILS], ack_from[RBOND_MAX_RAILS];
+	struct rbond_conn *fence_conn;	/* where to acknowledge */
 };
 
 struct rbond_rkey {
@@ -153,6 +175,14 @@ __be32 rbond_gid_ipv4(const u8 *gid);
 /* rbond_negotiate.c */
 void rbond_mq_work(struct work_struct *work);
 void rbond_handle_qp_msg(struct rbond_conn *conn, const struct rbond_msg *m);
+
+/* rbond_failover.c */
+void rbond_fo_mq_init(struct rbond_mqp *mq);
+void rbond_fo_mq_reset(struct rbond_mqp *mq);
+void rbond_fo_member_event(struct ib_event *ev, void *ctx);
+void rbond_handle_fence(struct rbond_conn *conn, const struct rbond_msg *m);
+void rbond_handle_fence_ack(struct rbond_conn *conn,
+			    const struct rbond_msg *m);
 
 /* rbond_rkey.c */
 void rbond_handle_rkey_req(struct rbond_conn *conn, const struct rbond_msg *m);

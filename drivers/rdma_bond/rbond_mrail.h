@@ -34,6 +34,17 @@ void rbond_mrail_wait_up(struct rbond_qp *qp);
 void rbond_mrail_qp_failed(struct rbond_qp *qp);
 int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp);
 
+/* failover (rbond_failover.c): the completion path, rails, counters */
+bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason);
+bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
+		    const struct ib_wc *wc);
+void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail,
+			u8 reason);
+void rbond_fo_rail_work(struct work_struct *work);
+const char *rbond_fail_reason_name(unsigned int reason);
+void rbond_fo_init(void);
+void rbond_fo_exit(void);
+
 /* post path (rbond_post.c) */
 u8 rbond_rkey_classify(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		       unsigned long *allowed, u32 *rkeys, bool *have_keys);
@@ -49,6 +60,9 @@ struct rbond_mstats {
 	atomic64_t chunks;
 	atomic64_t waits;
 	atomic64_t qp_failed;
+	atomic64_t failovers;		/* QP x rail failed over */
+	atomic64_t fo_replayed;		/* member WQEs posted again */
+	atomic64_t fo_failed;		/* failovers that could not fence */
 };
 
 extern struct rbond_mstats rbond_mstats;

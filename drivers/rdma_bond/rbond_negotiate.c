@@ -32,11 +32,6 @@
 
 /* --- member QPs (work, mq->lock and bond->lock held) ------------------------ */
 
-static void rbond_member_event(struct ib_event *ev, void *ctx)
-{
-	pr_debug("extra-rail member QP event %d\n", ev->event);
-}
-
 static int rbond_mq_create_members(struct rbond_mqp *mq)
 {
 	struct rbond_dev *bond = mq->bond;
@@ -53,6 +48,7 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		struct ib_qp *member;
 
 		if (i == qp->home || !rbond_rail_present(bond, i) ||
+		    !READ_ONCE(bond->rails[i].active) ||
 		    m->qp || m->state == RBOND_M_ERR)
 			continue;
 		if (!qp->pd->member[i] || !qp->scq->member[i] ||
@@ -65,7 +61,7 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		init.send_cq = qp->scq->member[i];
 		init.recv_cq = qp->rcq->member[i];
 		init.qp_context = qp;
-		init.event_handler = rbond_member_event;
+		init.event_handler = rbond_fo_member_event;
 		init.sq_sig_type = IB_SIGNAL_REQ_WR;
 		init.cap.max_send_wr = qp->slot_cap;
 		init.cap.max_send_sge = qp->cap.max_send_sge;

@@ -47,6 +47,11 @@ static struct rbond_option rbond_options[RBOND_NR_OPTS] = {
 		.off = offsetof(struct rbond_dev, rail_window),
 		.def = 1048576,
 	},
+	[RBOND_OPT_STALL_MS] = {
+		.name = "failover_stall_ms",
+		.off = offsetof(struct rbond_dev, stall_ms),
+		.def = 500,
+	},
 };
 
 static int rbond_opt_parse(const struct rbond_option *o, const char *buf,
@@ -142,6 +147,10 @@ module_param_cb(rail_window, &rbond_param_ops,
 		&rbond_options[RBOND_OPT_RAIL_WINDOW], 0444);
 MODULE_PARM_DESC(rail_window,
 		 "Default bytes the adaptive policy keeps outstanding per rail, all multi-rail QPs together (0: no limit)");
+module_param_cb(failover_stall_ms, &rbond_param_ops,
+		&rbond_options[RBOND_OPT_STALL_MS], 0444);
+MODULE_PARM_DESC(failover_stall_ms,
+		 "Default time in ms an extra rail may make no progress with work outstanding before its QPs fail over (plus its queue's drain time; 0: never)");
 
 /* --- sysfs: one bond's tunables (group "bond") --------------------------- */
 
@@ -185,4 +194,5 @@ struct device_attribute rbond_opt_attrs[RBOND_NR_OPTS] = {
 	RBOND_OPT_ATTR(RBOND_OPT_ORDERING, ordering),
 	RBOND_OPT_ATTR(RBOND_OPT_STRIPE_THRESHOLD, stripe_threshold),
 	RBOND_OPT_ATTR(RBOND_OPT_RAIL_WINDOW, rail_window),
+	RBOND_OPT_ATTR(RBOND_OPT_STALL_MS, failover_stall_ms),
 };

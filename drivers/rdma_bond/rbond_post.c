@@ -32,9 +32,14 @@
 #include "rbond.h"
 #include "rbond_mrail.h"
 
-/* A send WQE, decoded once; also what waits in the pending ring. */
+/*
+ * A send WQE, decoded once; also what waits in the pending ring and, for
+ * a member WQE on an extra rail, what a failover posts again (qp->log).
+ */
 struct rbond_wqe {
-	u32 seq;			/* its slot, while it waits */
+	u32 seq;			/* its slot, while it waits / logged */
+	u32 len;			/* logged: the chunk's bytes */
+	u64 off;			/* and its offset in the WQE */
 	int num_sge;
 	u64 bytes;
 	u8 wc_opcode;			/* enum ib_wc_opcode */
@@ -306,6 +311,26 @@ static void rbond_sq_complete(struct rbond_qp *qp, u32 seq, u8 status)
 }
 
 /*
+ * What went out on an extra rail is kept per slot until it completes: if
+ * the rail fails, rbond_post_replay() posts it again elsewhere.  Only the
+ * SGEs in use are copied.  Never inline data (only the home rail takes
+ * it: rbond_rkey_classify()).  sq_lock held.
+ */
+static void rbond_log_store(struct rbond_qp *qp, const struct rbond_wqe *w,
+			    u32 seq, u64 off, u64 len)
+{
+	struct rbond_wqe *l = &qp->log[seq & (qp->sq_size - 1)];
+
+	lockdep_assert_held(&qp->sq_lock);
+	if (l != w)
+		memcpy(l, w, offsetof(struct rbond_wqe, sge) +
+		       w->num_sge * sizeof(w->sge[0]));
+	l->seq = w->verbatim ? ~seq : seq;
+	l->off = off;
+	l->len = len;
+}
+
+/*
  * Step 4: post bytes [@off, @off + @len) of @w, slot @seq, on @rail - the
  * one place that posts application work to a member QP.  @rkeys: the
  * remote key per rail, or NULL for the application's.  A QP that may use
@@ -370,6 +395,8 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 		rbond_sched_posted(&qp->s, e, rail, cl,
 				   rbond_wr_is_rd(w->wr.send.opcode),
 				   w->wr.rdma.rkey, len);
+	if (rail != qp->home && qp->log)
+		rbond_log_store(qp, w, seq, off, len);
 	rbond_stat_add(bond, rail, RBOND_STAT_TX_WQES, 1);
 	rbond_stat_add(bond, rail, RBOND_STAT_TX_BYTES, len);
 	if (rail != qp->home)
@@ -600,6 +627,61 @@ bool rbond_post_drain(struct rbond_qp *qp)
 }
 
 /**
+ * rbond_post_replay() - post again what a failed rail did not complete
+ * @qp: the QP
+ * @rail: the failed rail, fenced on both hosts (rbond_failover.c)
+ * @bytes: add the bytes posted again here
+ *
+ * Every slot of @rail marked RBOND_SWQE_REPLAY (its member WQE flushed
+ * or lost) goes, in posting order, to a rail the policy picks among the
+ * QP's rails still up, from the copy rbond_log_store() kept.  Only RDMA
+ * WRITEs and READs go on extra rails: placing the same data again, or
+ * reading it again, is what the application would see once.  A slot that
+ * cannot go anywhere completes with IB_WC_LOC_QP_OP_ERR.
+ * Locks: the send CQ's lock and sq_lock held.
+ * Return: the number of member WQEs posted again.
+ */
+unsigned int rbond_post_replay(struct rbond_qp *qp, unsigned int rail,
+			       u64 *bytes)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	u32 rkeys[RBOND_MAX_RAILS];
+	unsigned long allowed;
+	unsigned int n = 0, to;
+	struct rbond_swqe *e;
+	struct rbond_wqe *l;
+	bool have_keys;
+	u32 s;
+	u8 cl;
+
+	lockdep_assert_held(&qp->sq_lock);
+	for (s = qp->sq_tail; s != qp->sq_head; s++) {
+		e = rbond_sq_slot(qp, s);
+		if (!(e->flags & RBOND_SWQE_REPLAY) || e->rail != rail)
+			continue;
+		e->flags &= ~RBOND_SWQE_REPLAY;
+		rbond_sched_drop(&qp->s, e);
+		l = qp->log ? &qp->log[s & (qp->sq_size - 1)] : NULL;
+		if (!l || l->seq != s) {
+			rbond_sq_complete(qp, s, IB_WC_LOC_QP_OP_ERR);
+			continue;
+		}
+		cl = rbond_wqe_plan(qp, l, &allowed, rkeys, &have_keys);
+		to = rbond_sched_pick(&qp->s, READ_ONCE(bond->policy),
+				      allowed, l->len);
+		if (to >= RBOND_MAX_RAILS ||
+		    rbond_post_chunk(qp, l, s, to, l->off, l->len,
+				     have_keys ? rkeys : NULL, cl)) {
+			rbond_sq_complete(qp, s, IB_WC_LOC_QP_OP_ERR);
+			continue;
+		}
+		n++;
+		*bytes += l->len;
+	}
+	return n;
+}
+
+/**
  * rbond_post_flush_pending() - the waiting WQEs complete flushed
  * @qp: the QP, whose first error was just delivered
  *
@@ -630,7 +712,7 @@ void rbond_post_flush_pending(struct rbond_qp *qp)
  */
 int rbond_post_alloc_pending(struct rbond_qp *qp)
 {
-	struct rbond_wqe *pend;
+	struct rbond_wqe *pend, *log;
 	unsigned long flags;
 	u8 *inl = NULL;
 
@@ -643,7 +725,10 @@ int rbond_post_alloc_pending(struct rbond_qp *qp)
 			return -ENOMEM;
 	}
 	pend = kvcalloc(qp->sq_size, sizeof(*pend), GFP_KERNEL_ACCOUNT);
-	if (!pend) {
+	log = kvcalloc(qp->sq_size, sizeof(*log), GFP_KERNEL_ACCOUNT);
+	if (!pend || !log) {
+		kvfree(log);
+		kvfree(pend);
 		kvfree(inl);
 		return -ENOMEM;
 	}
@@ -653,6 +738,7 @@ int rbond_post_alloc_pending(struct rbond_qp *qp)
 	qp->pend_head = 0;
 	qp->pend_tail = 0;
 	qp->pend = pend;
+	qp->log = log;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	return 0;
 }
@@ -663,6 +749,8 @@ void rbond_post_free(struct rbond_qp *qp)
 	rbond_sched_release(&qp->s);
 	kvfree(qp->pend);
 	kvfree(qp->pend_inl);
+	kvfree(qp->log);
+	qp->log = NULL;
 	qp->pend = NULL;
 	qp->pend_inl = NULL;
 }
@@ -679,6 +767,7 @@ void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok)
 {
 	lockdep_assert_held(&qp->sq_lock);
 	qp->pend_tail = qp->pend_head;
+	qp->fo_rails = 0;
 	rbond_sched_release(&qp->s);
 	qp->s.rails_up = home_ok ? BIT(qp->home) : 0;
 	memset(qp->s.inflight_cl, 0, sizeof(qp->s.inflight_cl));

@@ -11,7 +11,7 @@
 #include <rdma/rdma_bond-abi.h>
 
 #define RBOND_CTRL_MAGIC	0x52424e44	/* "RBND" */
-#define RBOND_CTRL_VERSION	2	/* 2: nonces (rbond_msg.nonce/echo) */
+#define RBOND_CTRL_VERSION	3	/* 2: nonces; 3: FENCE */
 #define RBOND_CTRL_MSG_SIZE	256
 
 enum rbond_msg_type {
@@ -21,6 +21,8 @@ enum rbond_msg_type {
 	RBOND_MSG_RKEY_RSP,
 	RBOND_MSG_INVAL,	/* drop a translation (owner deregisters) */
 	RBOND_MSG_INVAL_ACK,
+	RBOND_MSG_FENCE,	/* a rail failed: stop your member QP on it */
+	RBOND_MSG_FENCE_ACK,	/* it is stopped */
 	RBOND_MSG_NR
 };
 
@@ -52,7 +54,8 @@ struct rbond_msg {
 	 * Binding to one negotiation of one QP pair (random per bond QP):
 	 * QP_REQ: nonce = the asker's; QP_RSP: echo = the QP_REQ's nonce,
 	 * nonce = the answering QP's (only on OK / NOT_READY); RKEY_REQ:
-	 * echo = the owner QP's nonce.  Zero elsewhere.
+	 * echo = the owner QP's nonce; FENCE: echo = the receiver QP's
+	 * nonce; FENCE_ACK: echo = the FENCE's sender's.  Zero elsewhere.
 	 */
 	u8 nonce[8];
 	u8 echo[8];
@@ -69,6 +72,12 @@ struct rbond_msg {
 			u8 rail_valid;	/* bit per rail index */
 			u8 rsvd[3];
 		} key;
+		struct {
+			u8 rail;	/* sender's rail index */
+			u8 peer_rail;	/* receiver's rail index */
+			u8 reason;	/* enum rbond_fail_reason */
+			u8 rsvd;
+		} fence;
 	};
 };
 

@@ -216,7 +216,9 @@ static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
  * @rail: the rail
  *
  * Its member QP is destroyed and gives no more completions.  An extra
- * rail's WQEs still outstanding are flushed (rbond_qp_flush_rail());
+ * rail's WQEs still outstanding are posted again on the other rails
+ * (rbond_failover.c) or, if the QP cannot fail over, flushed
+ * (rbond_qp_flush_rail());
  * losing the home rail puts the QP in error for good: everything flushes,
  * the other members go to error and the consumer gets IB_EVENT_QP_FATAL.
  * Locks: bond->lock held.
@@ -227,10 +229,12 @@ void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 	bool home = rail == qp->home && qp->member[rail];
 	unsigned long flags;
 	unsigned int i;
+	bool fo;
 
 	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	/* no WQE goes to @rail from now on (rbond_post_chunk) */
 	spin_lock_irqsave(&qp->sq_lock, flags);
+	fo = !home && rbond_fo_mark(qp, rail, RBOND_FAIL_REMOVED);
 	qp->s.rails_up &= ~BIT(rail);
 	if (home) {
 		/* the QP is lost: nothing waiting goes out (flushed below) */
@@ -241,7 +245,8 @@ void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 	rbond_mrail_qp_remove_rail(qp, rail);
 	rbond_qp_destroy_member(qp, rail);
 	if (!home) {
-		rbond_qp_flush_rail(qp, rail);
+		if (!fo)
+			rbond_qp_flush_rail(qp, rail, IB_WC_WR_FLUSH_ERR);
 		return;
 	}
 

@@ -418,10 +418,10 @@ void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 	e->flags |= RBOND_SWQE_MRAIL | (cl << RBOND_SWQE_CL_SHIFT);
 	if (cl == RBOND_CL_UWRITE || cl == RBOND_CL_UREAD)
 		s->unres_rkey[cl - RBOND_CL_UWRITE] = rkey;
-	if (rd) {
-		e->flags |= RBOND_SWQE_RD;
+	if (rd)
 		s->rd_inflight[rail]++;
-	}
+	if (!s->inflight[rail])
+		s->progress[rail] = jiffies;
 	rbond_sched_busy(s, rail, len);
 	s->inflight[rail]++;
 	s->inflight_cl[rail][cl]++;
@@ -429,16 +429,8 @@ void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 	s->sbytes[rail] += len;
 }
 
-/**
- * rbond_sched_done() - account a completed slot
- * @s: the QP's scheduler
- * @e: the shadow slot
- *
- * Slot @e completed, before its byte_len is overwritten.  A slot not
- * accounted as a multi-rail member WQE is left alone.
- * Locks: the QP's sq_lock held.
- */
-void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e)
+static void __rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e,
+			       bool count)
 {
 	u8 cl = (e->flags & RBOND_SWQE_CL_MASK) >> RBOND_SWQE_CL_SHIFT;
 	unsigned int r = e->rail;
@@ -446,26 +438,47 @@ void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e)
 	rbond_sched_assert(s);
 	if (!(e->flags & RBOND_SWQE_MRAIL) || r >= RBOND_MAX_RAILS)
 		return;
-	if ((e->flags & RBOND_SWQE_RD) && s->rd_inflight[r])
+	/* a READ or atomic (also each of its chunks) held a slot */
+	if (rbond_wc_is_rd(e->opcode) && s->rd_inflight[r])
 		s->rd_inflight[r]--;
-	e->flags &= ~(RBOND_SWQE_MRAIL | RBOND_SWQE_CL_MASK | RBOND_SWQE_RD);
+	e->flags &= ~(RBOND_SWQE_MRAIL | RBOND_SWQE_CL_MASK);
 	if (!WARN_ON_ONCE(!s->inflight[r]))
 		s->inflight[r]--;
 	if (cl < RBOND_NR_CLASSES && s->inflight_cl[r][cl])
 		s->inflight_cl[r][cl]--;
 	s->obytes[r] -= min_t(u64, e->byte_len, s->obytes[r]);
-	rbond_sched_unbusy(s, r, 1, e->byte_len, true);
+	if (count)
+		s->progress[r] = jiffies;
+	rbond_sched_unbusy(s, r, 1, e->byte_len, count);
 }
 
 /**
- * rbond_sched_release() - give back what the QP still had outstanding
+ * rbond_sched_done() - a member WQE completed
  * @s: the QP's scheduler
+ * @e: its shadow slot
  *
- * The QP goes away (or back to its home rail, rbond_post_reset_sq()): what
- * it still had outstanding no longer keeps rails busy.
- * Locks: the QP's sq_lock held, except when the QP is freed
- * (rbond_post_free(), process context); takes the rails' rate_lock.
+ * Its rail's outstanding counts go down and the rail's rate counts its
+ * bytes.  Nothing for a slot the scheduler did not account.
+ * Locks: sq_lock held.
  */
+void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e)
+{
+	__rbond_sched_done(s, e, true);
+}
+
+/**
+ * rbond_sched_drop() - a member WQE leaves a failed rail without completing
+ * @s: the QP's scheduler
+ * @e: its shadow slot, about to be posted again elsewhere (failover)
+ *
+ * As rbond_sched_done(), but the rail's rate does not count its bytes.
+ * Locks: sq_lock held.
+ */
+void rbond_sched_drop(struct rbond_sched *s, struct rbond_swqe *e)
+{
+	__rbond_sched_done(s, e, false);
+}
+
 void rbond_sched_release(struct rbond_sched *s)
 {
 	unsigned int r;

@@ -85,6 +85,8 @@ struct rbond_sched {
 	u32 weight[RBOND_MAX_RAILS];	/* link speed x width */
 	u32 unres_rkey[2];		/* key of the unresolved WQE in flight */
 	u32 rr;
+	/* jiffies: last completion, or start of a busy period (failover) */
+	unsigned long progress[RBOND_MAX_RAILS];
 };
 
 /**
@@ -129,6 +131,7 @@ unsigned int rbond_sched_pick(struct rbond_sched *s, enum rbond_policy pol,
 void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 			unsigned int rail, u8 cl, bool rd, u32 rkey, u64 len);
 void rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e);
+void rbond_sched_drop(struct rbond_sched *s, struct rbond_swqe *e);
 void rbond_sched_release(struct rbond_sched *s);
 
 #endif /* RBOND_SCHED_H */

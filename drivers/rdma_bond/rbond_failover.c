@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_bond: failover of a multi-rail QP's extra rails.
+ *
+ * An extra rail carries only RDMA WRITEs and READs (rbond_rkey_classify():
+ * SENDs, WRITE_WITH_IMM, atomics, inline data and every receive stay on
+ * the home rail), so what it had in flight when it failed can be posted
+ * again on another rail: placing the same bytes again, or reading them
+ * again, is what the application would have seen once - provided no
+ * packet of the failed member QP can land later, after the replay and
+ * after what the application did on seeing it complete.  Hence, per QP
+ * and failed rail (mq->fo_work):
+ *
+ *  1. detection (rbond_fo_mark()): the rail leaves the QP's rails_up at
+ *     once, so nothing new goes to it.  From a port error event of the
+ *     member device (all QPs of the bond: rbond_fo_rail_down()), a member
+ *     WQE that completes with retry exceeded or a member QP's fatal
+ *     event (rbond_fo_catch(), rbond_fo_member_event()), a rail that
+ *     makes no progress with work outstanding (the watchdog), member
+ *     device removal, or the peer's FENCE;
+ *  2. fence: our member QP on the rail goes to error (it sends nothing
+ *     more; its outstanding WQEs flush and are caught for replay, never
+ *     delivered), and the peer's module is asked over the control
+ *     connection (the home rail's) to do the same with its member (FENCE);
+ *     it answers once it has (FENCE_ACK).  A peer that detected the
+ *     failure first sends FENCE itself: its member is stopped already;
+ *  3. replay (rbond_qp_replay_rail()): once both members are stopped and
+ *     every member WQE of the rail has completed or been caught, the
+ *     caught ones are posted again, in posting order, on the rails left.
+ *     The ordering points behind them waited all along (the scheduler
+ *     still counts them in flight), so RC order holds: a SEND posted after
+ *     a striped WRITE is seen after the WRITE's data, failover or not.
+ *
+ * No FENCE_ACK within RBOND_FO_FENCE_MS (the peer is gone, or so is its
+ * home rail): the rail's WQEs complete with IB_WC_RETRY_EXC_ERR, as a
+ * native RC QP's would, and the QP goes to error.  The home rail is not
+ * failed over: its loss is the QP's, as for a native QP.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
+
+#include "rbond_mqp.h"
+
+static const char * const rbond_fail_names[RBOND_NR_FAIL_REASONS] = {
+	[RBOND_FAIL_NONE] = "none",
+	[RBOND_FAIL_LINK] = "link down",
+	[RBOND_FAIL_REMOVED] = "device removed",
+	[RBOND_FAIL_RETRY] = "retry exceeded",
+	[RBOND_FAIL_STALL] = "no progress",
+	[RBOND_FAIL_PEER] = "peer fenced",
+	[RBOND_FAIL_QP_FATAL] = "member QP error",
+};
+
+const char *rbond_fail_reason_name(unsigned int reason)
+{
+	return reason < RBOND_NR_FAIL_REASONS ? rbond_fail_names[reason] : "?";
+}
+
+/* --- detection ------------------------------------------------------------- */
+
+/**
+ * rbond_fo_mark() - start failing @qp over from @rail
+ * @qp: the QP
+ * @rail: an extra rail of it
+ * @reason: enum rbond_fail_reason
+ *
+ * Only for a multi-rail QP whose extra rails are up, @rail among them and
+ * the home rail too, and no error delivered yet: the rail leaves rails_up
+ * (nothing new goes to it) and the QP's failover work starts.
+ * Locks: sq_lock held.  Any context.
+ * Return: true when @qp is failing over from @rail (now or already).
+ */
+bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	lockdep_assert_held(&qp->sq_lock);
+	if (rail >= RBOND_MAX_RAILS)
+		return false;
+	if (qp->fo_rails & BIT(rail))
+		return true;
+	if (!mq || rail == qp->home || qp->sq_failed || READ_ONCE(mq->dead) ||
+	    !(qp->s.rails_up & BIT(rail)) ||
+	    !(qp->s.rails_up & BIT(qp->home)))
+		return false;
+	qp->s.rails_up &= ~BIT(rail);
+	qp->fo_rails |= BIT(rail);
+	WRITE_ONCE(mq->fo_reason[rail], reason);
+	WRITE_ONCE(mq->fo_t0[rail], ktime_get_ns());
+	WRITE_ONCE(mq->fo_since[rail], mq->fo_t0[rail]);
+	smp_mb__before_atomic();	/* reason, t0 before the bit */
+	set_bit(rail, &mq->fo_want);
+	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
+	return true;
+}
+
+/**
+ * rbond_fo_catch() - whether a failed member completion is a rail failure
+ * @qp: the QP
+ * @e: the slot it completes, on an extra rail
+ * @wc: the member completion, not successful
+ *
+ * A WQE of a rail the QP is failing over (its member flushed it, or it
+ * failed there for whatever reason), and one that ends with retry
+ * exceeded, which starts the failover: not delivered but marked for
+ * replay (RBOND_SWQE_REPLAY), still counted in flight by the scheduler.
+ * Anything else is the application's error, delivered as it is.
+ * Locks: the send CQ's lock and sq_lock held.
+ * Return: true when the slot was caught for replay.
+ */
+bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
+		    const struct ib_wc *wc)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	u8 reason;
+
+	lockdep_assert_held(&qp->sq_lock);
+	if (!mq || e->rail == qp->home || e->rail >= RBOND_MAX_RAILS)
+		return false;
+	if (!(qp->fo_rails & BIT(e->rail))) {
+		switch (wc->status) {
+		case IB_WC_RETRY_EXC_ERR:
+		case IB_WC_RESP_TIMEOUT_ERR:
+			reason = RBOND_FAIL_RETRY;
+			break;
+		case IB_WC_FATAL_ERR:
+			reason = RBOND_FAIL_QP_FATAL;
+			break;
+		default:
+			return false;
+		}
+		if (!rbond_fo_mark(qp, e->rail, reason))
+			return false;
+	}
+	e->flags |= RBOND_SWQE_REPLAY;
+	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
+	return true;
+}
+
+/**
+ * rbond_fo_member_event() - async event of an extra-rail member QP
+ * @ev: the event
+ * @ctx: the bond QP
+ *
+ * A member QP that went to error by itself fails its rail over.
+ * Any context (the member device's event path).
+ */
+void rbond_fo_member_event(struct ib_event *ev, void *ctx)
+{
+	struct rbond_qp *qp = ctx;
+	unsigned long flags;
+	unsigned int i;
+
+	pr_debug("extra-rail member QP event %d\n", ev->event);
+	if (ev->event != IB_EVENT_QP_FATAL &&
+	    ev->event != IB_EVENT_QP_ACCESS_ERR)
+		return;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (qp->member[i] && qp->member[i] == ev->element.qp)
+			rbond_fo_mark(qp, i, RBOND_FAIL_QP_FATAL);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}
+
+struct rbond_fo_walk {
+	unsigned int rail;
+	u8 reason;
+	unsigned int n;
+};
+
+static void rbond_fo_rail_one(struct rbond_mqp *mq, void *arg)
+{
+	struct rbond_fo_walk *a = arg;
+	struct rbond_qp *qp = mq->qp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (!(qp->fo_rails & BIT(a->rail)) &&
+	    rbond_fo_mark(qp, a->rail, a->reason))
+		a->n++;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}
+
+/**
+ * rbond_fo_rail_down() - a rail's port went down
+ * @bond: the bond
+ * @rail: the rail
+ * @reason: enum rbond_fail_reason
+ *
+ * Every multi-rail QP of the bond fails over from it (rbond_fo_rail_work()).
+ * Any context (the member device's event handler).
+ */
+void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail, u8 reason)
+{
+	if (rail >= RBOND_MAX_RAILS)
+		return;
+	WRITE_ONCE(bond->rails[rail].down_reason, reason);
+	set_bit(rail, &bond->rails_failed);
+	queue_work(rbond_wq, &bond->rail_work);
+}
+
+/**
+ * rbond_fo_rail_work() - fail every QP of a bond over from its failed rails
+ * @work: the bond's rail_work
+ *
+ * Logs the rail's failure once.
+ * Locks: none held; takes rbond_mq_mutex.
+ * Context: process context (rbond_wq).
+ */
+void rbond_fo_rail_work(struct work_struct *work)
+{
+	struct rbond_dev *bond = container_of(work, struct rbond_dev,
+					      rail_work);
+	unsigned long rails = xchg(&bond->rails_failed, 0);
+	struct rbond_fo_walk a;
+	unsigned int r;
+
+	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
+		a.rail = r;
+		a.reason = READ_ONCE(bond->rails[r].down_reason);
+		a.n = 0;
+		mutex_lock(&rbond_mq_mutex);
+		rbond_mq_for_each(bond, rbond_fo_rail_one, &a);
+		mutex_unlock(&rbond_mq_mutex);
+		ibdev_warn(&bond->ibdev,
+			   "rail %u down (%s): %u QPs fail over to the other rails\n",
+			   r, rbond_fail_reason_name(a.reason), a.n);
+	}
+}
+
+/* --- the watchdog: a rail that makes no progress ---------------------------- */
+
+static void rbond_fo_watch(struct work_struct *work);
+static DECLARE_DELAYED_WORK(rbond_fo_watch_work, rbond_fo_watch);
+
+/*
+ * How long rail @r may go without a completion while @qp has work on it:
+ * the bond's failover_stall_ms, plus twice the time the rail's queue (all
+ * QPs' bytes outstanding) takes at its measured rate.  0: never.
+ */
+static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
+{
+	struct rbond_dev *bond = qp->s.bond;
+	u32 ms = READ_ONCE(bond->stall_ms), rate;
+	u64 ns;
+
+	if (!ms)
+		return 0;
+	rate = READ_ONCE(bond->rails[r].rate);
+	if (!rate)
+		return msecs_to_jiffies(ms + 1000);
+	ns = div_u64(READ_ONCE(bond->rails[r].obytes) << 20, rate);
+	return msecs_to_jiffies(ms) + nsecs_to_jiffies(2 * ns);
+}
+
+static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned long flags, rails, limit, now = jiffies;
+	unsigned int r;
+
+	if (!READ_ONCE(mq->up))
+		return;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	rails = qp->s.rails_up & ~BIT(qp->home);
+	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
+		if (!qp->s.inflight[r])
+			continue;
+		limit = rbond_fo_stall_limit(qp, r);
+		if (!limit || !time_after(now, qp->s.progress[r] + limit) ||
+		    !rbond_fo_mark(qp, r, RBOND_FAIL_STALL))
+			continue;
+		/* the failure dates from the rail's last progress */
+		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -
+			   jiffies_to_nsecs(now - qp->s.progress[r]));
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}
+
+static void rbond_fo_watch(struct work_struct *work)
+{
+	mutex_lock(&rbond_mq_mutex);
+	rbond_mq_for_each(NULL, rbond_fo_watch_one, NULL);
+	mutex_unlock(&rbond_mq_mutex);
+	queue_delayed_work(rbond_wq, &rbond_fo_watch_work,
+			   msecs_to_jiffies(RBOND_FO_WATCH_MS));
+}
+
+/* --- fence and replay (mq->fo_work) ------------------------------------------ */
+
+/* Our member on @r stops: to error.  mq->lock and bond->lock held. */
+static void rbond_fo_fence_local(struct rbond_mqp *mq, unsigned int r)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rbond_member_qp *m = &mq->m[r];
+	struct ib_qp *member = m->published ? mq->qp->member[r] : m->qp;
+	int ret;
+
+	lockdep_assert_held(&mq->lock);
+	lockdep_assert_held(&mq->bond->lock);
+	if (member) {
+		ret = ib_modify_qp(member, &attr, IB_QP_STATE);
+		if (ret)
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: rail %u to error: %d\n",
+				  mq->qp->ibqp.qp_num, r, ret);
+	}
+	if (m->qp || m->published)
+		m->state = RBOND_M_ERR;
+}
+
+/* @r pairs with the peer's rail @from.  mq->lock held. */
+static bool rbond_fo_pair_ok(struct rbond_mqp *mq, unsigned int r, u8 from)
+{
+	int pr;
+
+	lockdep_assert_held(&mq->lock);
+	if (r >= RBOND_MAX_RAILS || r == mq->qp->home)
+		return false;
+	pr = mq->m[r].peer;
+	return pr >= 0 && pr < mq->peer_nrails &&
+	       mq->peer_rail[pr].index == from;
+}
+
+/* FENCE or FENCE_ACK about our rail @r to the peer QP.  mq->lock held. */
+static void rbond_fo_send(struct rbond_mqp *mq, struct rbond_conn *conn,
+			  unsigned int r, u8 type)
+{
+	struct rbond_msg msg = {};
+	unsigned long flags;
+	int pr = mq->m[r].peer;
+
+	lockdep_assert_held(&mq->lock);
+	if (!conn || pr < 0)
+		return;
+	msg.src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	msg.dst_qpn = cpu_to_be32(mq->peer_qpn);
+	memcpy(msg.echo, mq->peer_nonce, sizeof(msg.echo));
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	msg.fence.rail = r;
+	msg.fence.peer_rail = mq->peer_rail[pr].index;
+	msg.fence.reason = READ_ONCE(mq->fo_reason[r]);
+	rbond_ctrl_send(conn, &msg, type, RBOND_ST_OK);
+}
+
+/* The inbox: the peer's FENCEs (fence, acknowledge) and FENCE_ACKs. */
+static void rbond_fo_take_inbox(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	u8 fence_from[RBOND_MAX_RAILS], ack_from[RBOND_MAX_RAILS];
+	unsigned long in, acks, flags;
+	struct rbond_conn *conn;
+	unsigned int r;
+	bool marked;
+
+	lockdep_assert_held(&mq->lock);
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	in = mq->fence_in;
+	acks = mq->ack_in;
+	mq->fence_in = 0;
+	mq->ack_in = 0;
+	memcpy(fence_from, mq->fence_from, sizeof(fence_from));
+	memcpy(ack_from, mq->ack_from, sizeof(ack_from));
+	conn = mq->fence_conn;
+	mq->fence_conn = NULL;
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+
+	for_each_set_bit(r, &in, RBOND_MAX_RAILS) {
+		if (!rbond_fo_pair_ok(mq, r, fence_from[r])) {
+			atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+			continue;
+		}
+		/* stopped before we say so */
+		mutex_lock(&mq->bond->lock);
+		rbond_fo_fence_local(mq, r);
+		mutex_unlock(&mq->bond->lock);
+		rbond_fo_send(mq, conn, r, RBOND_MSG_FENCE_ACK);
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		marked = rbond_fo_mark(qp, r, RBOND_FAIL_PEER);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		if (marked) {
+			set_bit(r, &mq->fo_local);
+			set_bit(r, &mq->fo_peer);
+		}
+	}
+	for_each_set_bit(r, &acks, RBOND_MAX_RAILS)
+		if (rbond_fo_pair_ok(mq, r, ack_from[r]) &&
+		    test_bit(r, &mq->fo_want) && mq->fo_sent[r])
+			set_bit(r, &mq->fo_peer);
+	rbond_conn_put(conn);
+}
+
+/* The failover of @r is over (@ok: replayed; else its WQEs failed). */
+static void rbond_fo_finish(struct rbond_mqp *mq, unsigned int r, bool ok,
+			    int n, u64 bytes)
+{
+	struct rbond_dev *bond = mq->bond;
+	u64 us = div_u64(ktime_get_ns() - READ_ONCE(mq->fo_since[r]),
+			 NSEC_PER_USEC);
+	u8 reason = READ_ONCE(mq->fo_reason[r]);
+
+	lockdep_assert_held(&mq->lock);
+	clear_bit(r, &mq->fo_local);
+	clear_bit(r, &mq->fo_peer);
+	mq->fo_sent[r] = 0;
+	set_bit(r, &mq->fo_failed);
+	smp_mb__before_atomic();	/* the state above before the bit */
+	clear_bit(r, &mq->fo_want);
+	atomic64_inc(&rbond_mstats.failovers);
+	rbond_stat_add(bond, r, RBOND_STAT_FAILOVERS, 1);
+	if (!ok) {
+		atomic64_inc(&rbond_mstats.fo_failed);
+		ibdev_warn_ratelimited(&bond->ibdev,
+				       "QP 0x%x: rail %u failed (%s), peer did not fence it: its WQEs fail\n",
+				       mq->qp->ibqp.qp_num, r,
+				       rbond_fail_reason_name(reason));
+		return;
+	}
+	atomic64_add(n, &rbond_mstats.fo_replayed);
+	rbond_stat_add(bond, r, RBOND_STAT_REPLAYED_WQES, n);
+	rbond_stat_add(bond, r, RBOND_STAT_REPLAYED_BYTES, bytes);
+	if (r < RBOND_MAX_RAILS)
+		atomic64_set(&bond->rails[r].stats[RBOND_STAT_FAILOVER_US], us);
+	if (reason == RBOND_FAIL_LINK || reason == RBOND_FAIL_REMOVED)
+		ibdev_dbg(&bond->ibdev,
+			  "QP 0x%x: rail %u failed over (%s): %d WQEs, %llu bytes replayed after %llu us\n",
+			  mq->qp->ibqp.qp_num, r,
+			  rbond_fail_reason_name(reason), n, bytes, us);
+	else
+		ibdev_info_ratelimited(&bond->ibdev,
+				       "QP 0x%x: rail %u failed over (%s): %d WQEs, %llu bytes replayed after %llu us\n",
+				       mq->qp->ibqp.qp_num, r,
+				       rbond_fail_reason_name(reason), n,
+				       bytes, us);
+}
+
+/*
+ * One step of the failover of @r: fence ours, have the peer's fenced,
+ * replay.  mq->lock held.  Returns when to look again (jiffies), 0: done.
+ */
+static unsigned long rbond_fo_step(struct rbond_mqp *mq, unsigned int r)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_dev *bond = mq->bond;
+	u64 el = ktime_get_ns() - READ_ONCE(mq->fo_t0[r]);
+	u64 bytes = 0;
+	bool force;
+	int n;
+
+	lockdep_assert_held(&mq->lock);
+	if (!test_bit(r, &mq->fo_local)) {
+		mutex_lock(&bond->lock);
+		rbond_fo_fence_local(mq, r);
+		mutex_unlock(&bond->lock);
+		set_bit(r, &mq->fo_local);
+	}
+	if (!test_bit(r, &mq->fo_peer)) {
+		if (el > RBOND_FO_FENCE_MS * NSEC_PER_MSEC) {
+			mutex_lock(&bond->lock);
+			rbond_qp_flush_rail(qp, r, IB_WC_RETRY_EXC_ERR);
+			mutex_unlock(&bond->lock);
+			rbond_fo_finish(mq, r, false, 0, 0);
+			return 0;
+		}
+		if (!mq->fo_sent[r] ||
+		    time_after_eq(jiffies, mq->fo_sent[r] +
+				  msecs_to_jiffies(RBOND_FO_FENCE_RETRY_MS))) {
+			rbond_fo_send(mq, mq->conn, r, RBOND_MSG_FENCE);
+			mq->fo_sent[r] = jiffies | 1;
+		}
+		return msecs_to_jiffies(RBOND_FO_FENCE_RETRY_MS);
+	}
+	mutex_lock(&bond->lock);
+	/* a member that is gone, or was given time, flushes no more */
+	force = !qp->member[r] || el > RBOND_FO_FLUSH_MS * NSEC_PER_MSEC;
+	n = rbond_qp_replay_rail(qp, r, force, &bytes);
+	mutex_unlock(&bond->lock);
+	if (n == -EAGAIN)
+		return msecs_to_jiffies(RBOND_FO_FENCE_RETRY_MS);
+	rbond_fo_finish(mq, r, true, n, bytes);
+	return 0;
+}
+
+static void rbond_fo_work(struct work_struct *work)
+{
+	struct rbond_mqp *mq = container_of(to_delayed_work(work),
+					    struct rbond_mqp, fo_work);
+	unsigned long want, next = 0, d;
+	unsigned int r;
+
+	mutex_lock(&mq->lock);
+	if (mq->dead)
+		goto out_unlock;
+	rbond_fo_take_inbox(mq);
+	want = READ_ONCE(mq->fo_want);
+	smp_rmb();	/* the bit before reason and t0 (rbond_fo_mark) */
+	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
+		d = rbond_fo_step(mq, r);
+		if (d && (!next || d < next))
+			next = d;
+	}
+	/* not mod_: a kick that came meanwhile keeps its earlier time */
+	if (next)
+		queue_delayed_work(rbond_wq, &mq->fo_work, next);
+out_unlock:
+	mutex_unlock(&mq->lock);
+}
+
+/* --- FENCE / FENCE_ACK from the control channel -------------------------------- */
+
+/*
+ * The multi-rail QP a FENCE (on a connection the peer opened) or a
+ * FENCE_ACK (on ours) is about: its peer QP on that peer address, with
+ * our nonce.  rbond_mq_mutex held.
+ */
+static struct rbond_mqp *rbond_fo_find(struct rbond_conn *conn,
+				       const struct rbond_msg *m)
+{
+	struct rbond_mqp *mq;
+	unsigned long flags;
+	bool ok;
+
+	lockdep_assert_held(&rbond_mq_mutex);
+	mq = rbond_mq_find(conn->dmadev, be32_to_cpu(m->dst_qpn));
+	if (!mq)
+		return NULL;
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	ok = mq->have_rtr && mq->peer_addr == conn->raddr &&
+	     mq->peer_qpn == be32_to_cpu(m->src_qpn) &&
+	     !memcmp(m->echo, mq->nonce, sizeof(mq->nonce));
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	return ok ? mq : NULL;
+}
+
+static void rbond_fo_take_msg(struct rbond_conn *conn,
+			      const struct rbond_msg *m, bool ack)
+{
+	unsigned int r = m->fence.peer_rail;
+	struct rbond_conn *old = NULL;
+	struct rbond_mqp *mq;
+	unsigned long flags;
+
+	if (conn->active != ack || r >= RBOND_MAX_RAILS) {
+		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+		return;
+	}
+	mutex_lock(&rbond_mq_mutex);
+	mq = rbond_fo_find(conn, m);
+	if (mq) {
+		spin_lock_irqsave(&mq->attr_lock, flags);
+		if (ack) {
+			mq->ack_in |= BIT(r);
+			mq->ack_from[r] = m->fence.rail;
+		} else {
+			mq->fence_in |= BIT(r);
+			mq->fence_from[r] = m->fence.rail;
+			old = mq->fence_conn;
+			rbond_conn_get(conn);
+			mq->fence_conn = conn;
+		}
+		spin_unlock_irqrestore(&mq->attr_lock, flags);
+		mod_delayed_work(rbond_wq, &mq->fo_work, 0);
+	} else {
+		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+		pr_debug("%s for QP 0x%x from %pI4 QP 0x%x dropped\n",
+			 ack ? "FENCE_ACK" : "FENCE", be32_to_cpu(m->dst_qpn),
+			 &conn->raddr, be32_to_cpu(m->src_qpn));
+	}
+	mutex_unlock(&rbond_mq_mutex);
+	rbond_conn_put(old);
+}
+
+/**
+ * rbond_handle_fence() - the peer lost a rail of a QP pair of ours
+ * @conn: the connection it came on (one the peer opened)
+ * @m: the FENCE
+ *
+ * Left to the QP's failover work: it stops our member on that rail,
+ * acknowledges, and fails the QP over from the rail too.
+ * Context: process context (the control channel's receive completion).
+ */
+void rbond_handle_fence(struct rbond_conn *conn, const struct rbond_msg *m)
+{
+	rbond_fo_take_msg(conn, m, false);
+}
+
+/**
+ * rbond_handle_fence_ack() - the peer stopped its member on a failed rail
+ * @conn: the connection it came on (ours)
+ * @m: the FENCE_ACK
+ *
+ * Context: process context (the control channel's receive completion).
+ */
+void rbond_handle_fence_ack(struct rbond_conn *conn,
+			    const struct rbond_msg *m)
+{
+	rbond_fo_take_msg(conn, m, true);
+}
+
+/* --- the QP object's and the module's hooks ------------------------------------ */
+
+/**
+ * rbond_fo_mq_init() - a new multi-rail QP's failover state
+ * @mq: the multi-rail QP
+ */
+void rbond_fo_mq_init(struct rbond_mqp *mq)
+{
+	INIT_DELAYED_WORK(&mq->fo_work, rbond_fo_work);
+}
+
+/**
+ * rbond_fo_mq_reset() - RESET: no failover in progress, no rail lost
+ * @mq: the multi-rail QP
+ *
+ * Locks: mq->lock held (so the work is not running a step).
+ */
+void rbond_fo_mq_reset(struct rbond_mqp *mq)
+{
+	struct rbond_conn *conn;
+	unsigned long flags;
+
+	lockdep_assert_held(&mq->lock);
+	mq->fo_want = 0;
+	mq->fo_local = 0;
+	mq->fo_peer = 0;
+	mq->fo_failed = 0;
+	memset(mq->fo_sent, 0, sizeof(mq->fo_sent));
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	mq->fence_in = 0;
+	mq->ack_in = 0;
+	conn = mq->fence_conn;
+	mq->fence_conn = NULL;
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	rbond_conn_put(conn);
+}
+
+/**
+ * rbond_fo_init() - start the stall watchdog (module load)
+ */
+void rbond_fo_init(void)
+{
+	queue_delayed_work(rbond_wq, &rbond_fo_watch_work,
+			   msecs_to_jiffies(RBOND_FO_WATCH_MS));
+}
+
+/**
+ * rbond_fo_exit() - stop it (module unload)
+ *
+ * Context: process context, sleeps.
+ */
+void rbond_fo_exit(void)
+{
+	cancel_delayed_work_sync(&rbond_fo_watch_work);
+}
