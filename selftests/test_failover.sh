@@ -3,11 +3,13 @@
 # topo: loop
 #
 # Failover of an extra rail under traffic (Documentation/rdma_bond.rst,
-# "Failover").  Every case runs rbond_verify (WRITE then SEND with every
-# byte checked on the receiver, READ back checked, every wr_id, opcode,
-# byte_len, status and completion order) bond<->bond with relaxed-ordered
-# MRs, so that 1 MiB WRITEs and READs are striped over both rails, and
-# breaks rail 1 in the middle of it:
+# "Failover").  Cases 1-4 run two QPs bond<->bond with relaxed-ordered MRs,
+# so that their WRITEs and READs are striped over both rails: rbond_verify
+# (WRITE then SEND with every byte checked on the receiver, READ back
+# checked, every wr_id, opcode, byte_len, status and completion order) and
+# rbond_stream (for 14 s: WRITE, SEND with sequence number and checksum,
+# FETCH_ADD, READ back; nothing lost, duplicated or corrupted, every atomic
+# executed once, the final counter exact), and break rail 1 in the middle:
 #   1. link down (ip link set down) for 8 s: both hosts see a port error;
 #   2. silent loss (netem loss 100%) on both directions: no event, the
 #      watchdog finds the rail making no progress;
@@ -15,7 +17,11 @@
 #      rail stalls, A fails over and has B fence its member (FENCE), B
 #      fails over too;
 #   4. the member device removed (rdma link delete rxe_a1);
-#   5. ib_write_bw, one QP, 64 KiB, rail 1 down for good half-way.
+#   5. ib_write_bw, one QP, 64 KiB, rail 1 down for 8 s: the QP takes the
+#      rail back when it returns (failback);
+#   6. the same with rail 1 down for good: rail 0 alone then moves data at
+#      the rate of one plain rxe rail (measured first, same guest);
+#   7. ib_read_bw with 8 QPs, rail 1 down for 8 s.
 # Each must complete with no error and intact data; the counters must
 # show the failover (rail1_failovers), and the rail comes back for new QPs.
 #
@@ -59,12 +65,16 @@ readd_rail1() {
 # fo_case LABEL BREAK REPAIR: rbond_verify with rail 1 broken by BREAK
 # once it carries data, repaired by REPAIR after FO_HOLD seconds
 fo_case() {
-	local label=$1 brk=$2 fix=$3 f0 r0 a0 a1= b0 vpid rc us=
+	local label=$1 brk=$2 fix=$3 f0 r0 a0 a1= b0 vpid rc spid src us=
 	f0=$(stat failovers); r0=$(stat failover_replayed)
 	a0=$(hwc rbond0 rail1_failovers); b0=$(hwc rbond1 rail1_failovers)
 	prov_cs rbond1 rbond0 /tmp/fo_v "$PROGS/rbond_verify" \
 		-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
 	vpid=$!
+	PROV_PORT=$((PROV_PORT + 5))
+	prov_cs rbond1 rbond0 /tmp/fo_s "$PROGS/rbond_stream" \
+		-u "$RBOND_QP_TIMEOUT" -R -s 262144 -w 8 -t "$((${FO_HOLD:-8} + 6))" &
+	spid=$!
 	if wait_striping; then
 		eval "$brk"
 		log "$label: rail 1 broken ($brk)"
@@ -77,10 +87,14 @@ fo_case() {
 		log "$label: rail 1 never carried data"
 	fi
 	wait $vpid; rc=$?
+	wait $spid; src=$?
 	[ -n "$a1" ] || a1=$(hwc rbond0 rail1_failovers)
 	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(hwc rbond1 rail1_failovers) - b0)), failure to resumed traffic ${us:-?} us"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
+	grep -h '^# client:\|^ok' /tmp/fo_s /tmp/fo_s.srv | sed 's/^/# stream: /'
+	[ $src = 0 ]
+	log_test $? "$label: rbond_stream: SENDs in order, none lost or duplicated, data intact, counter exact"
 	[ "$(stat failovers)" -gt "$f0" ] && [ "$a1" -gt "$a0" ]
 	log_test $? "$label: rbond0 failed over from rail 1"
 	FO_B=$(($(hwc rbond1 rail1_failovers) - b0))
@@ -112,28 +126,77 @@ fo_case "device removed" "rdma link delete rxe_a1" "readd_rail1"
 grep -q '^1 rxe_a1 a1 active$' /sys/class/infiniband/rbond0/bond/rails
 log_test $? "device removed: rail 1 back in rbond0"
 
-# 5. ib_write_bw, one QP, 64 KiB, rail 1 down for good half-way: completes
+# perftest, 64 KiB: bw_start SERVER CLIENT ITERS [TOOL [ARGS...]] (sets
+# SPID CPID); ib_write_bw with one QP by default
+bw_start() {
+	local s=$1 c=$2 n=$3 tool=${4:-ib_write_bw}
+	shift 3; [ $# -gt 0 ] && shift
+	PROV_PORT=$((PROV_PORT + 1))
+	timeout -k 5 300 $tool -d "$s" -p $PROV_PORT -s 65536 -n "$n" -F \
+		-x 1 -u "$RBOND_QP_TIMEOUT" "$@" >/tmp/fo_bw.srv 2>&1 &
+	SPID=$!
+	prov_wait_listen $PROV_PORT 60 || log "$tool server not listening"
+	timeout -k 5 300 $tool -d "$c" -p $PROV_PORT -s 65536 -n "$n" -F \
+		-x 1 -u "$RBOND_QP_TIMEOUT" "$@" "$(prov_ip "$s")" >/tmp/fo_bw 2>&1 &
+	CPID=$!
+}
+bw_wait() { local rc; wait $CPID; rc=$?; wait $SPID || rc=1; return $rc; }
+
+# 5. failback: rail 1 down for 8 s under ib_write_bw, then back: the QP
+# takes it back (no new QP) and the transfer completes
+m=$(dmesg_mark)
+bw_start rbond1 rbond0 3000
+wait_striping && sleep 2
+rail_down a1; sleep 8; rail_up a1
+log "failback: rail 1 up again at $(date +%T)"
+t0=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
+sleep 6
+t1=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
+bw_wait; rc=$?
+dmesg | tail -n +$((m + 1)) | grep -E 'rail 1 (up|back)' | sed 's/^/# /'
+[ $rc = 0 ]
+log_test $? "failback: ib_write_bw completes across an 8 s link loss (rc $rc)"
+[ $((t1 - t0)) -gt 2000000 ]
+log_test $? "failback: the same QP uses rail 1 again ($(((t1 - t0) / 1000)) kB in 6 s after the link came back)"
+
+# 6. rail 1 down for good half-way: completes, and rail 0 alone moves data
+# at the rate one rail does (plain rxe over rail 0, same guest, first)
+bw_start rxe_b0 rxe_a0 800
+# from the time data flows, as for the bond below
+w0=$(rail_tx_bytes a0)
+for i in $(seq 200); do
+	[ $(($(rail_tx_bytes a0) - w0)) -gt 1000000 ] && break; sleep 0.1
+done
+w0=$(rail_tx_bytes a0); t0=$(date +%s.%N)
+bw_wait || log "baseline ib_write_bw failed"
+base=$(echo "($(rail_tx_bytes a0) - $w0) / ($(date +%s.%N) - $t0)" | bc)
 f0=$(stat failovers)
-PROV_PORT=$((PROV_PORT + 1))
-timeout -k 5 300 ib_write_bw -d rbond1 -p $PROV_PORT -s 65536 -n 1500 -F \
-	-x 1 -u "$RBOND_QP_TIMEOUT" >/tmp/fo_bw.srv 2>&1 &
-spid=$!
-prov_wait_listen $PROV_PORT 60 || log "ib_write_bw server not listening"
-timeout -k 5 300 ib_write_bw -d rbond0 -p $PROV_PORT -s 65536 -n 1500 -F \
-	-x 1 -u "$RBOND_QP_TIMEOUT" "$(prov_ip rbond1)" >/tmp/fo_bw 2>&1 &
-cpid=$!
+bw_start rbond1 rbond0 1500
 wait_striping && sleep 2
 rail_down a1
 t0=$(date +%s.%N); w0=$(rail_tx_bytes a0)
-wait $cpid; rc=$?
-wait $spid || rc=1
-t1=$(date +%s.%N); w1=$(rail_tx_bytes a0)
-log "ib_write_bw after rail 1 down: rail 0 carried $(((w1 - w0) / 1000000)) MB in $(echo "$t1 - $t0" | bc) s"
+bw_wait; rc=$?
+after=$(echo "($(rail_tx_bytes a0) - $w0) / ($(date +%s.%N) - $t0)" | bc)
+ratio=$(echo "scale=2; $after / $base" | bc)
+log "rail 0 after the loss: $((after / 1000)) kB/s; one plain rail: $((base / 1000)) kB/s; ratio $ratio"
 [ $rc = 0 ]
 log_test $? "ib_write_bw completes with rail 1 down for good (rc $rc)"
 [ "$(stat failovers)" -gt "$f0" ]
 log_test $? "ib_write_bw: QPs failed over ($(($(stat failovers) - f0)))"
+[ "$(echo "$ratio >= 0.83" | bc)" = 1 ]
+log_test $? "rail 0 alone carries $ratio x one plain rail after the loss (>= 0.83, i.e. within 1.2x of the time)"
 rail_up a1
+_wait_gid rxe_a1; _wait_gid rxe_b1
+
+# 7. eight QPs of RDMA READs, rail 1 down for 8 s: all complete
+f0=$(stat failovers)
+bw_start rbond1 rbond0 250 ib_read_bw -q 8
+wait_striping && sleep 2
+rail_down a1; sleep 8; rail_up a1
+bw_wait; rc=$?
+[ $rc = 0 ] || tail -n 5 /tmp/fo_bw | sed 's/^/#   /'
+[ $rc = 0 ]
+log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(stat failovers) - f0)))"
 
 for d in a0 a1 b0 b1; do rail_unshape $d; done
 echo 0 > $P/multirail

@@ -158,6 +158,7 @@ struct rbond_dev {
 	bool unreg_queued;
 	/* rails whose port went down: their QPs fail over (rail_work) */
 	unsigned long rails_failed;
+	unsigned long rails_back;	/* port active again: failback */
 	struct work_struct rail_work;
 };
 
@@ -419,6 +420,7 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
+void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail);
 
 /* rbond_post.c */
 int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

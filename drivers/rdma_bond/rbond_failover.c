@@ -201,10 +201,71 @@ void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail, u8 reason)
 }
 
 /**
- * rbond_fo_rail_work() - fail every QP of a bond over from its failed rails
+ * rbond_fo_rail_up() - a rail's port is active again
+ * @bond: the bond
+ * @rail: the rail
+ *
+ * The QPs that failed over from it rejoin it once it stayed up for
+ * RBOND_REJOIN_HOLD_MS (rbond_fo_rail_work()).  Any context.
+ */
+void rbond_fo_rail_up(struct rbond_dev *bond, unsigned int rail)
+{
+	if (rail >= RBOND_MAX_RAILS)
+		return;
+	WRITE_ONCE(bond->rails[rail].down_reason, RBOND_FAIL_NONE);
+	set_bit(rail, &bond->rails_back);
+	queue_work(rbond_wq, &bond->rail_work);
+}
+
+/**
+ * rbond_fo_want_rejoin() - have @mq take rail @r back later
+ * @mq: the multi-rail QP, which lost @r
+ * @r: the rail
+ * @delay_ms: in how long; 0: the rail's backoff (doubled each time, from
+ *	RBOND_REJOIN_MIN_MS to RBOND_REJOIN_MAX_MS; reset by a rejoin that
+ *	lasted that long)
+ *
+ * The negotiation work starts the rejoin (rbond_negotiate.c).
+ * Any context; the backoff under mq->lock.
+ */
+void rbond_fo_want_rejoin(struct rbond_mqp *mq, unsigned int r,
+			  unsigned int delay_ms)
+{
+	unsigned int b;
+
+	if (!delay_ms) {
+		lockdep_assert_held(&mq->lock);
+		b = mq->rejoin_backoff[r];
+		if (time_after(jiffies, mq->joined_at[r] +
+			       msecs_to_jiffies(RBOND_REJOIN_MAX_MS)))
+			b = 0;
+		b = b ? min(2 * b, RBOND_REJOIN_MAX_MS) : RBOND_REJOIN_MIN_MS;
+		mq->rejoin_backoff[r] = b;
+		delay_ms = b;
+	}
+	WRITE_ONCE(mq->rejoin_at[r], jiffies + msecs_to_jiffies(delay_ms));
+	smp_mb__before_atomic();	/* the time before the bit */
+	set_bit(r, &mq->rejoin_want);
+	rbond_mq_kick_later(mq, msecs_to_jiffies(delay_ms));
+}
+
+static void rbond_fo_rail_back_one(struct rbond_mqp *mq, void *arg)
+{
+	struct rbond_fo_walk *a = arg;
+
+	if (!test_bit(a->rail, &mq->fo_failed) &&
+	    !test_bit(a->rail, &mq->fo_want))
+		return;
+	rbond_fo_want_rejoin(mq, a->rail, RBOND_REJOIN_HOLD_MS);
+	a->n++;
+}
+
+/**
+ * rbond_fo_rail_work() - fail the QPs of a bond over from its failed
+ *	rails, and back to the rails that came back
  * @work: the bond's rail_work
  *
- * Logs the rail's failure once.
+ * Logs the rail's failure (return) once.
  * Locks: none held; takes rbond_mq_mutex.
  * Context: process context (rbond_wq).
  */
@@ -213,8 +274,23 @@ void rbond_fo_rail_work(struct work_struct *work)
 	struct rbond_dev *bond = container_of(work, struct rbond_dev,
 					      rail_work);
 	unsigned long rails = xchg(&bond->rails_failed, 0);
+	unsigned long back = xchg(&bond->rails_back, 0);
 	struct rbond_fo_walk a;
 	unsigned int r;
+
+	for_each_set_bit(r, &back, RBOND_MAX_RAILS) {
+		if (!READ_ONCE(bond->rails[r].active))
+			continue;
+		a.rail = r;
+		a.n = 0;
+		mutex_lock(&rbond_mq_mutex);
+		rbond_mq_for_each(bond, rbond_fo_rail_back_one, &a);
+		mutex_unlock(&rbond_mq_mutex);
+		if (a.n)
+			ibdev_info(&bond->ibdev,
+				   "rail %u up: %u QPs take it back in %u ms\n",
+				   r, a.n, RBOND_REJOIN_HOLD_MS);
+	}
 
 	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
 		a.rail = r;
@@ -417,6 +493,13 @@ static void rbond_fo_finish(struct rbond_mqp *mq, unsigned int r, bool ok,
 				       mq->qp->ibqp.qp_num, r,
 				       rbond_fail_reason_name(reason));
 		return;
+	}
+	/* failback: on the port's return, or (no port event) by backoff */
+	if (reason == RBOND_FAIL_LINK) {
+		if (READ_ONCE(bond->rails[r].active))
+			rbond_fo_want_rejoin(mq, r, RBOND_REJOIN_HOLD_MS);
+	} else if (reason != RBOND_FAIL_REMOVED) {
+		rbond_fo_want_rejoin(mq, r, 0);
 	}
 	atomic64_add(n, &rbond_mstats.fo_replayed);
 	rbond_stat_add(bond, r, RBOND_STAT_REPLAYED_WQES, n);
@@ -626,6 +709,10 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	mq->fo_local = 0;
 	mq->fo_peer = 0;
 	mq->fo_failed = 0;
+	mq->rejoin = 0;
+	mq->rejoin_want = 0;
+	mq->peer_rtr = 0;
+	memset(mq->rejoin_backoff, 0, sizeof(mq->rejoin_backoff));
 	memset(mq->fo_sent, 0, sizeof(mq->fo_sent));
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->fence_in = 0;

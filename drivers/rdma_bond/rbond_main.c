@@ -154,6 +154,8 @@ static void rbond_rail_event(struct ib_event_handler *handler,
 	switch (event->event) {
 	case IB_EVENT_PORT_ACTIVE:
 		WRITE_ONCE(rail->active, true);
+		/* the QPs that failed over from it take it back */
+		rbond_fo_rail_up(rail->bond, rail - rail->bond->rails);
 		break;
 	case IB_EVENT_PORT_ERR:
 	case IB_EVENT_DEVICE_FATAL:

@@ -136,6 +136,20 @@ void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay)
 	mod_delayed_work(rbond_wq, &mq->work, delay);
 }
 
+/**
+ * rbond_mq_kick_later() - schedule @mq's negotiation work, never later
+ *	than it is already due
+ * @mq: the multi-rail QP
+ * @delay: in jiffies
+ *
+ * For timers of its own (failback): a pending run keeps its time.
+ * Any context.
+ */
+void rbond_mq_kick_later(struct rbond_mqp *mq, unsigned long delay)
+{
+	queue_delayed_work(rbond_wq, &mq->work, delay);
+}
+
 /* --- QP hooks --------------------------------------------------------------- */
 
 static void rbond_mq_fail_work(struct work_struct *work);

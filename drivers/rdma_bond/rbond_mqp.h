@@ -32,6 +32,10 @@
 #define RBOND_FO_FENCE_MS	3000	/* no FENCE_ACK: the WQEs fail */
 #define RBOND_FO_FLUSH_MS	1000	/* member flushes awaited at most */
 #define RBOND_FO_WATCH_MS	50	/* stall watchdog period */
+#define RBOND_REJOIN_HOLD_MS	1000	/* port up this long before rejoin */
+#define RBOND_REJOIN_MIN_MS	2000	/* failed without a port event: retry */
+#define RBOND_REJOIN_MAX_MS	60000	/* backoff limit */
+#define RBOND_REJOIN_TRIES	25	/* QP_REQs per rejoin */
 
 enum rbond_mstate {
 	RBOND_M_NONE,
@@ -131,6 +135,17 @@ struct rbond_mqp {
 	unsigned long fence_in, ack_in;
 	u8 fence_from[RBOND_MAX_RAILS], ack_from[RBOND_MAX_RAILS];
 	struct rbond_conn *fence_conn;	/* where to acknowledge */
+
+	/*
+	 * Failback (rbond_negotiate.c, mq->lock): rails whose new member is
+	 * being negotiated (rejoin) and rails to start that for, not before
+	 * rejoin_at (rejoin_want: atomic bit operations); the peer's rails
+	 * at RTR or beyond in its last QP_RSP (bit per peer rail index).
+	 */
+	unsigned long rejoin, rejoin_want, peer_rtr;
+	unsigned long rejoin_at[RBOND_MAX_RAILS];
+	unsigned int rejoin_backoff[RBOND_MAX_RAILS];	/* ms */
+	unsigned long joined_at[RBOND_MAX_RAILS];	/* jiffies */
 };
 
 struct rbond_rkey {
@@ -168,6 +183,7 @@ struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn);
 void rbond_mq_for_each(struct rbond_dev *bond,
 		       void (*fn)(struct rbond_mqp *mq, void *arg), void *arg);
 void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay);
+void rbond_mq_kick_later(struct rbond_mqp *mq, unsigned long delay);
 void rbond_mq_set_state(struct rbond_mqp *mq, enum rbond_neg_state st);
 const char *rbond_mq_state_name(enum rbond_neg_state st);
 __be32 rbond_gid_ipv4(const u8 *gid);
@@ -179,6 +195,8 @@ void rbond_handle_qp_msg(struct rbond_conn *conn, const struct rbond_msg *m);
 /* rbond_failover.c */
 void rbond_fo_mq_init(struct rbond_mqp *mq);
 void rbond_fo_mq_reset(struct rbond_mqp *mq);
+void rbond_fo_want_rejoin(struct rbond_mqp *mq, unsigned int r,
+			  unsigned int delay_ms);
 void rbond_fo_member_event(struct ib_event *ev, void *ctx);
 void rbond_handle_fence(struct rbond_conn *conn, const struct rbond_msg *m);
 void rbond_handle_fence_ack(struct rbond_conn *conn,

@@ -40,6 +40,7 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 		    const struct ib_wc *wc);
 void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail,
 			u8 reason);
+void rbond_fo_rail_up(struct rbond_dev *bond, unsigned int rail);
 void rbond_fo_rail_work(struct work_struct *work);
 const char *rbond_fail_reason_name(unsigned int reason);
 void rbond_fo_init(void);

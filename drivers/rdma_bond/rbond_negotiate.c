@@ -171,7 +171,8 @@ static int rbond_mq_pair(struct rbond_mqp *mq, unsigned int i,
 	for (j = 1; j < mq->peer_nrails; j++) {
 		__be32 pa = rbond_gid_ipv4(mq->peer_rail[j].gid);
 
-		if (!pa || (used & BIT(j)))
+		/* qpn 0: its member failed, no new one named yet */
+		if (!pa || (used & BIT(j)) || !mq->peer_rail[j].qpn)
 			continue;
 		if (rbond_route_via(bond->rails[i].ndev, mq->m[i].addr, pa))
 			return j;
@@ -363,19 +364,73 @@ static void rbond_mq_fill_rails(struct rbond_mqp *mq, struct rbond_msg *msg,
 	msg->src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
 }
 
+/* The peer's rail indices a QP_RSP lists (at RTR or beyond). */
+static unsigned long rbond_msg_rail_bits(const struct rbond_msg *m)
+{
+	unsigned int n = min_t(unsigned int, m->qp.nrails, RBOND_MAX_RAILS);
+	unsigned long bits = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (m->qp.rail[i].index < RBOND_MAX_RAILS)
+			bits |= BIT(m->qp.rail[i].index);
+	return bits;
+}
+
+/* Peer rail entry @j is what a member of ours is paired with, not failed. */
+static bool rbond_mq_peer_in_use(struct rbond_mqp *mq, unsigned int j)
+{
+	unsigned int k;
+
+	for (k = 0; k < RBOND_MAX_RAILS; k++)
+		if (mq->m[k].peer == j && mq->m[k].qp &&
+		    mq->m[k].state != RBOND_M_ERR)
+			return true;
+	return false;
+}
+
+/*
+ * The peer's rails from its QP_REQ or QP_RSP: the first time as they come;
+ * later (a rail rejoins with a new member) entry by entry, matched by the
+ * peer's rail index so that the positions our members' pairings point at
+ * stay, and never an entry a live pairing of ours uses.
+ */
 static void rbond_mq_take_peer(struct rbond_mqp *mq, const struct rbond_msg *m)
 {
 	unsigned int n = min_t(unsigned int, m->qp.nrails, RBOND_MAX_RAILS);
+	unsigned int i, j;
 
-	if (mq->have_peer || n < 2)
+	if (n < 2)
 		return;
-	memcpy(mq->peer_rail, m->qp.rail, sizeof(mq->peer_rail));
-	mq->peer_nrails = n;
-	mq->have_peer = true;
+	if (!mq->have_peer) {
+		memcpy(mq->peer_rail, m->qp.rail, sizeof(mq->peer_rail));
+		mq->peer_nrails = n;
+		mq->have_peer = true;
+		return;
+	}
+	for (i = 1; i < n; i++) {
+		const struct rbond_msg_rail *r = &m->qp.rail[i];
+
+		for (j = 1; j < mq->peer_nrails; j++)
+			if (mq->peer_rail[j].index == r->index)
+				break;
+		if (j == mq->peer_nrails) {
+			if (j >= RBOND_MAX_RAILS)
+				continue;
+			mq->peer_nrails++;
+		} else if (rbond_mq_peer_in_use(mq, j)) {
+			continue;
+		}
+		mq->peer_rail[j] = *r;
+	}
 }
 
-/* Switch the data path to multi-rail (mq->lock and bond->lock held). */
-static void rbond_mq_publish(struct rbond_mqp *mq)
+/*
+ * Publish the members of @want at RTS (mq->lock and bond->lock held):
+ * their rails join the QP's rails at once.  The rails published.
+ */
+static unsigned long rbond_mq_publish_rails(struct rbond_mqp *mq,
+					    unsigned long want)
 {
 	struct rbond_qp *qp = mq->qp;
 	unsigned long flags, rails = BIT(qp->home);
@@ -384,13 +439,13 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 	lockdep_assert_held(&mq->lock);
 	lockdep_assert_held(&mq->bond->lock);
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
-		if (mq->m[i].qp && mq->m[i].state == RBOND_M_RTS &&
-		    !mq->m[i].published)
+		if ((want & BIT(i)) && mq->m[i].qp &&
+		    mq->m[i].state == RBOND_M_RTS && !mq->m[i].published)
 			rails |= BIT(i);
 	if (rails == BIT(qp->home))
-		return;
+		return 0;
 	if (rbond_post_alloc_pending(qp))
-		return;
+		return 0;
 	/* the home rail on the same scale as the members (rbond_mq_rtr) */
 	if (!qp->s.weight[qp->home]) {
 		struct ib_port_attr pattr;
@@ -423,10 +478,188 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 	WRITE_ONCE(mq->up, true);
 	spin_unlock(&qp->sq_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (rails & BIT(i))
+			mq->joined_at[i] = jiffies;
+	return rails & ~BIT(qp->home);
+}
+
+/* Switch the data path to multi-rail (mq->lock and bond->lock held). */
+static void rbond_mq_publish(struct rbond_mqp *mq)
+{
+	unsigned long rails = rbond_mq_publish_rails(mq, ~0UL);
+
+	if (!rails)
+		return;
 	rbond_mq_set_state(mq, RBOND_NEG_UP);
 	atomic64_inc(&rbond_mstats.qp_up);
 	ibdev_dbg(&mq->bond->ibdev, "QP 0x%x: multi-rail up, rails 0x%lx\n",
-		  qp->ibqp.qp_num, rails);
+		  mq->qp->ibqp.qp_num, rails);
+}
+
+/* --- failback: a failed rail rejoins the QP ------------------------------- */
+
+/*
+ * Start rejoining rail @i: its failed member goes (no completion of it can
+ * reach a slot of the new one: destroyed and drained first), a new one
+ * will be created, and the QP asks the peer again (QP_REQ) until the
+ * peer's member paired with it is at RTR (mq->peer_rtr): only then is it
+ * published (rbond_mq_rejoin_publish()).  Not while the rail is failing
+ * over, is down, or lost its member objects (device removed: a rail added
+ * again serves new objects only).  mq->lock and bond->lock held.
+ */
+static void rbond_mq_rejoin_start(struct rbond_mqp *mq, unsigned int i)
+{
+	struct rbond_dev *bond = mq->bond;
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_member_qp *m = &mq->m[i];
+
+	lockdep_assert_held(&mq->lock);
+	lockdep_assert_held(&bond->lock);
+	if (i == qp->home || (mq->rejoin & BIT(i)) || READ_ONCE(qp->sq_failed) ||
+	    test_bit(i, &mq->fo_want) || m->state != RBOND_M_ERR ||
+	    !rbond_rail_present(bond, i) || !READ_ONCE(bond->rails[i].active) ||
+	    !qp->pd->member[i] || !qp->scq->member[i] || !qp->rcq->member[i])
+		return;
+	/*
+	 * The peer's member it was paired with is failed too: not paired
+	 * with again (qpn 0) nor ready for us until the peer names a new
+	 * one (rbond_mq_take_peer()) at RTR.
+	 */
+	if (m->peer >= 0) {
+		if (mq->peer_rail[m->peer].index < RBOND_MAX_RAILS)
+			mq->peer_rtr &= ~BIT(mq->peer_rail[m->peer].index);
+		mq->peer_rail[m->peer].qpn = 0;
+	}
+	if (m->published)
+		rbond_qp_destroy_member(qp, i);
+	else if (m->qp)
+		ib_destroy_qp(m->qp);
+	memset(m, 0, sizeof(*m));
+	m->peer = -1;
+	clear_bit(i, &mq->fo_failed);
+	mq->rejoin |= BIT(i);
+	mq->tries = 0;
+	ibdev_dbg(&bond->ibdev, "QP 0x%x: rail %u rejoins\n",
+		  qp->ibqp.qp_num, i);
+}
+
+/*
+ * Which failed rails start rejoining: those whose time came
+ * (rejoin_want), and those the peer offers a new member for in its
+ * QP_REQ or QP_RSP (@req, @rsp: or NULL); a rejoining member of ours that
+ * went to the peer's old member starts again.  Then their new members.
+ * mq->lock and bond->lock held; the QP is UP or AGREED.
+ */
+static void rbond_mq_rejoin_check(struct rbond_mqp *mq,
+				  const struct rbond_msg *req,
+				  const struct rbond_msg *rsp)
+{
+	unsigned long want = READ_ONCE(mq->rejoin_want), before = mq->rejoin;
+	unsigned int i, k, n;
+	bool redo = false;
+	int j;
+
+	lockdep_assert_held(&mq->lock);
+	for_each_set_bit(i, &want, RBOND_MAX_RAILS) {
+		if (time_before(jiffies, READ_ONCE(mq->rejoin_at[i]))) {
+			rbond_mq_kick_later(mq, READ_ONCE(mq->rejoin_at[i]) -
+					    jiffies);
+			continue;
+		}
+		if (test_bit(i, &mq->fo_want)) {	/* failing over still */
+			rbond_mq_kick_later(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+			continue;
+		}
+		clear_bit(i, &mq->rejoin_want);
+		rbond_mq_rejoin_start(mq, i);
+	}
+	if (!req)
+		req = rsp;
+	n = req ? min_t(unsigned int, req->qp.nrails, RBOND_MAX_RAILS) : 0;
+	for (k = 1; k < n; k++) {
+		for (i = 0; i < RBOND_MAX_RAILS; i++) {
+			struct rbond_member_qp *m = &mq->m[i];
+
+			j = m->peer;
+			if (j < 0 ||
+			    mq->peer_rail[j].index != req->qp.rail[k].index ||
+			    mq->peer_rail[j].qpn == req->qp.rail[k].qpn)
+				continue;
+			/* the peer has a new member on the rail we paired */
+			if (m->state == RBOND_M_ERR) {
+				rbond_mq_rejoin_start(mq, i);
+			} else if ((mq->rejoin & BIT(i)) && !m->published) {
+				/* ours went to its old one: again */
+				if (m->qp)
+					ib_destroy_qp(m->qp);
+				memset(m, 0, sizeof(*m));
+				m->peer = -1;
+				redo = true;
+			}
+		}
+	}
+	if (mq->rejoin != before || redo)
+		rbond_mq_create_members(mq);
+}
+
+/*
+ * A QP not at RTS (AGREED) only receives over its extra rails: a rejoining
+ * member at RTR is all the peer needs; the rest is the publication at RTS.
+ * mq->lock held.
+ */
+static void rbond_mq_rejoin_rtr(struct rbond_mqp *mq)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&mq->lock);
+	for_each_set_bit(i, &mq->rejoin, RBOND_MAX_RAILS)
+		if (mq->m[i].qp && (mq->m[i].state == RBOND_M_RTR ||
+				    mq->m[i].state == RBOND_M_RTS))
+			mq->rejoin &= ~BIT(i);
+}
+
+/*
+ * The rejoining members at RTS whose peer member is at RTR go into use.
+ * A rejoin that does not get there within RBOND_REJOIN_TRIES QP_REQs
+ * gives up: the new member goes, and the rail is tried again later.
+ * mq->lock and bond->lock held.
+ */
+static void rbond_mq_rejoin_publish(struct rbond_mqp *mq, bool rts)
+{
+	unsigned long ready = 0, done, give_up = 0;
+	unsigned int i;
+	int j;
+
+	lockdep_assert_held(&mq->lock);
+	for_each_set_bit(i, &mq->rejoin, RBOND_MAX_RAILS) {
+		j = mq->m[i].peer;
+		if (rts && j >= 0 && mq->m[i].state == RBOND_M_RTS &&
+		    mq->peer_rail[j].index < BITS_PER_LONG &&
+		    (mq->peer_rtr & BIT(mq->peer_rail[j].index)))
+			ready |= BIT(i);
+		else if (mq->tries > RBOND_REJOIN_TRIES)
+			give_up |= BIT(i);
+	}
+	done = ready ? rbond_mq_publish_rails(mq, ready) : 0;
+	mq->rejoin &= ~done;
+	for_each_set_bit(i, &done, RBOND_MAX_RAILS)
+		ibdev_info_ratelimited(&mq->bond->ibdev,
+				       "QP 0x%x: rail %u back in use\n",
+				       mq->qp->ibqp.qp_num, i);
+	for_each_set_bit(i, &give_up, RBOND_MAX_RAILS) {
+		struct rbond_member_qp *m = &mq->m[i];
+
+		if (m->qp && !m->published)
+			ib_destroy_qp(m->qp);
+		m->qp = NULL;
+		m->state = RBOND_M_ERR;
+		mq->rejoin &= ~BIT(i);
+		set_bit(i, &mq->fo_failed);
+		rbond_fo_want_rejoin(mq, i, 0);
+		ibdev_dbg(&mq->bond->ibdev, "QP 0x%x: rail %u rejoin gave up\n",
+			  mq->qp->ibqp.qp_num, i);
+	}
 }
 
 /* The peer QP's nonce, from the first message that carries it (set once). */
@@ -553,6 +786,17 @@ void rbond_mq_work(struct work_struct *work)
 	if (mq->state == RBOND_NEG_INIT)
 		rbond_mq_set_state(mq, rbond_mq_create_members(mq) ?
 				   RBOND_NEG_ASKING : RBOND_NEG_SINGLE);
+	/* AGREED: a QP the application never moved to RTS (it only answers) */
+	if (mq->state == RBOND_NEG_UP || mq->state == RBOND_NEG_AGREED)
+		rbond_mq_rejoin_check(mq, req_pending &&
+				      rbond_mq_req_ours(req_conn, &req,
+							peer_addr, peer_qpn) ?
+				      &req : NULL,
+				      rsp_pending &&
+				      be32_to_cpu(rsp.status) == RBOND_ST_OK &&
+				      rbond_mq_rsp_ours(mq, rsp_conn, &rsp,
+							peer_addr, peer_qpn) ?
+				      &rsp : NULL);
 	if (rsp_pending)
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: QP_RSP from 0x%x: status %u%s\n",
 			  mq->qp->ibqp.qp_num, be32_to_cpu(rsp.src_qpn),
@@ -564,10 +808,12 @@ void rbond_mq_work(struct work_struct *work)
 		case RBOND_ST_OK:
 			rbond_mq_learn_nonce(mq, rsp.nonce);
 			rbond_mq_take_peer(mq, &rsp);
+			mq->peer_rtr = rbond_msg_rail_bits(&rsp);
 			rbond_mq_set_state(mq, RBOND_NEG_AGREED);
 			break;
 		case RBOND_ST_NOT_READY:
 			rbond_mq_learn_nonce(mq, rsp.nonce);
+			mq->peer_rtr = rbond_msg_rail_bits(&rsp);
 			break;
 		default:
 			rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
@@ -591,9 +837,29 @@ void rbond_mq_work(struct work_struct *work)
 	rbond_mq_advance(mq, have_rts, plan);
 	if (mq->state == RBOND_NEG_AGREED && have_rts)
 		rbond_mq_publish(mq);
+	if (mq->state == RBOND_NEG_UP && mq->rejoin)
+		rbond_mq_rejoin_publish(mq, have_rts);
+	if (mq->state == RBOND_NEG_AGREED && mq->rejoin)
+		rbond_mq_rejoin_rtr(mq);
 	mutex_unlock(&bond->lock);
 
 	/* Our own request, until the peer said yes (or we give up). */
+	if (mq->state == RBOND_NEG_UP && mq->rejoin && mq->conn &&
+	    READ_ONCE(mq->conn->state) == RBOND_CONN_UP) {
+		/* a rail rejoins: ask until its peer member is at RTR */
+		mq->tries++;
+		memset(msg, 0, sizeof(*msg));
+		mutex_lock(&bond->lock);
+		rbond_mq_fill_rails(mq, msg, false);
+		mutex_unlock(&bond->lock);
+		msg->dst_qpn = cpu_to_be32(peer_qpn);
+		memcpy(msg->nonce, mq->nonce, sizeof(msg->nonce));
+		rbond_ctrl_send(mq->conn, msg, RBOND_MSG_QP_REQ, RBOND_ST_OK);
+		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+	} else if (mq->state == RBOND_NEG_UP && mq->rejoin) {
+		mq->tries++;
+		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
+	}
 	if (mq->state == RBOND_NEG_ASKING) {
 		if (!mq->conn) {
 			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);

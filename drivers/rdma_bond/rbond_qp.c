@@ -186,7 +186,7 @@ err_unlock:
  * (rbond_post_drain): cleared under all three, no one can be using the
  * member once it is destroyed.  Caller holds bond->lock.
  */
-static void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
+void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 {
 	struct ib_qp *member;
 	unsigned long flags;

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rbond_stream - a long-running integrity stream over one RC QP, for
+ * faults injected while it runs (failover tests).  The client repeats,
+ * for sequence numbers 0, 1, 2, ...:
+ *
+ *   RDMA WRITE   CHUNK bytes of pattern(seq) into the server's slot
+ *                seq % SLOTS;
+ *   SEND         { seq, slot, checksum of those bytes } - the server
+ *                checks it is the next sequence number (nothing lost,
+ *                duplicated or reordered) and that the slot holds exactly
+ *                the bytes announced (RC: a SEND is seen after the WRITEs
+ *                before it);
+ *   FETCH_ADD    +1 on the server's counter: the value it returns must be
+ *                seq (every add executed exactly once, in order);
+ *   RDMA READ    (every 4th) the slot back, checked against pattern(seq);
+ *
+ * with at most WINDOW iterations in flight, every completion checked
+ * (status, wr_id, order).  After SECONDS (or COUNT iterations) a final
+ * SEND carries the count; the server checks its counter equals it.
+ *
+ *   server:  rbond_stream -d DEV [options]
+ *   client:  rbond_stream -d DEV [options] SERVER_ADDR
+ *
+ * Options: -g GID_INDEX (1)  -p TCP_PORT (18515)  -s CHUNK (262144)
+ *          -w WINDOW (8)  -t SECONDS (20)  -n COUNT (0: by time)
+ *          -u ACK_TIMEOUT (18)  -R (MRs relaxed-ordered)
+ * Output is TAP-like; exit status 0 only if every check passed.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define SLOTS		32
+#define MSG_SZ		64
+#define FIN		0xffffffffu
+
+enum { OP_WRITE, OP_SEND, OP_FADD, OP_READ, OP_FIN };
+
+struct msg {
+	uint32_t seq, slot;
+	uint64_t csum;
+};
+
+struct wire {
+	struct qp_wire qp;
+	uint32_t rkey, ckey;
+	uint64_t addr, caddr;
+} __attribute__((packed));
+
+static struct {
+	const char *dev, *server;
+	int gid, port, window, secs, ack_timeout;
+	long count;
+	size_t chunk;
+	bool relaxed;
+} opt = { .gid = 1, .port = 18515, .window = 8, .secs = 20,
+	  .ack_timeout = 18, .chunk = 262144 };
+
+static struct dev d;
+static struct ibv_cq *cq;
+static struct ibv_qp *qp;
+static struct wire peer;
+static int sock = -1;
+
+static uint64_t csum(const uint8_t *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static struct ibv_mr *reg(void **buf, size_t len, int access)
+{
+	if (posix_memalign(buf, 4096, len))
+		return NULL;
+	memset(*buf, 0, len);
+	return ibv_reg_mr(d.pd, *buf, len, access);
+}
+
+static uint64_t wrid(uint32_t seq, int op)
+{
+	return ((uint64_t)seq << 3) | op;
+}
+
+static int post(struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	int ret = ibv_post_send(qp, wr, &bad);
+
+	if (ret)
+		diag("ibv_post_send (wr_id 0x%llx): %s",
+		     (unsigned long long)wr->wr_id, strerror(ret));
+	return ret;
+}
+
+/*
+ * Client: one completion, which must be the next expected one (posting
+ * order); checks the atomic's value and the READ's bytes.  0, or -1.
+ */
+static uint64_t next_wr;	/* wr_id expected next */
+static long bad;
+
+static int client_wc(const struct ibv_wc *wc, const uint64_t *fadd,
+		     const uint8_t *rbuf)
+{
+	uint32_t seq = wc->wr_id >> 3;
+	int op = wc->wr_id & 7;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		diag("wr_id 0x%llx: %s", (unsigned long long)wc->wr_id,
+		     wc_status_name(wc->status));
+		return -1;
+	}
+	if (wc->wr_id != next_wr) {
+		diag("completion 0x%llx, expected 0x%llx: out of order",
+		     (unsigned long long)wc->wr_id,
+		     (unsigned long long)next_wr);
+		return -1;
+	}
+	if (op == OP_FADD && fadd[seq % SLOTS] != seq) {
+		diag("FETCH_ADD %u returned %llu: executed %s", seq,
+		     (unsigned long long)fadd[seq % SLOTS],
+		     fadd[seq % SLOTS] > seq ? "twice" : "lost");
+		bad++;
+	}
+	if (op == OP_READ &&
+	    pat_check(rbuf + (seq % SLOTS) * opt.chunk, opt.chunk, seq, 0) >= 0) {
+		diag("READ of seq %u: bytes differ", seq);
+		bad++;
+	}
+	/* the next in posting order: W S F [R] of seq, then W of seq + 1 */
+	if (op == OP_WRITE)
+		next_wr = wrid(seq, OP_SEND);
+	else if (op == OP_SEND)
+		next_wr = wrid(seq, OP_FADD);
+	else if (op == OP_FADD && !(seq % 4))
+		next_wr = wrid(seq, OP_READ);
+	else
+		next_wr = wrid(seq + 1, OP_WRITE);
+	return 0;
+}
+
+static int run_client(void)
+{
+	size_t len = SLOTS * opt.chunk;
+	uint8_t *src, *rbuf, *sbuf;
+	uint64_t *fadd, end = now_ms() + opt.secs * 1000ull;
+	struct ibv_mr *msrc, *mrd, *msnd, *mfa;
+	int acc = IBV_ACCESS_LOCAL_WRITE |
+		  (opt.relaxed ? IBV_ACCESS_RELAXED_ORDERING : 0);
+	uint32_t seq = 0, done = 0;
+	uint64_t deadline;
+	struct ibv_wc wc[16];
+	int i, n;
+
+	msrc = reg((void **)&src, len, acc);
+	mrd = reg((void **)&rbuf, len, acc);
+	msnd = reg((void **)&sbuf, SLOTS * MSG_SZ + MSG_SZ, acc);
+	mfa = reg((void **)&fadd, SLOTS * 8, acc);
+	if (!msrc || !mrd || !msnd || !mfa) {
+		tap_ok(false, "register buffers");
+		return -1;
+	}
+	next_wr = wrid(0, OP_WRITE);
+	for (;;) {
+		bool more = opt.count ? seq < opt.count : now_ms() < end;
+
+		/* post while the window has room */
+		while (more && seq - done < (uint32_t)opt.window) {
+			uint32_t slot = seq % SLOTS;
+			uint8_t *chunk = src + slot * opt.chunk;
+			struct msg *m = (struct msg *)(sbuf + slot * MSG_SZ);
+			struct ibv_sge sw = { (uintptr_t)chunk, opt.chunk, msrc->lkey };
+			struct ibv_sge ss = { (uintptr_t)m, sizeof(*m), msnd->lkey };
+			struct ibv_sge sf = { (uintptr_t)&fadd[slot], 8, mfa->lkey };
+			struct ibv_sge sr = { (uintptr_t)(rbuf + slot * opt.chunk),
+					      opt.chunk, mrd->lkey };
+			struct ibv_send_wr w = {}, s = {}, f = {}, r = {};
+
+			pat_fill(chunk, opt.chunk, seq, 0);
+			m->seq = htobe32(seq);
+			m->slot = htobe32(slot);
+			m->csum = htobe64(csum(chunk, opt.chunk));
+			memset(rbuf + slot * opt.chunk, 0, opt.chunk);
+			w.wr_id = wrid(seq, OP_WRITE);
+			w.sg_list = &sw;
+			w.num_sge = 1;
+			w.opcode = IBV_WR_RDMA_WRITE;
+			w.send_flags = IBV_SEND_SIGNALED;
+			w.wr.rdma.remote_addr = peer.addr + slot * opt.chunk;
+			w.wr.rdma.rkey = peer.rkey;
+			s.wr_id = wrid(seq, OP_SEND);
+			s.sg_list = &ss;
+			s.num_sge = 1;
+			s.opcode = IBV_WR_SEND;
+			s.send_flags = IBV_SEND_SIGNALED;
+			f.wr_id = wrid(seq, OP_FADD);
+			f.sg_list = &sf;
+			f.num_sge = 1;
+			f.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			f.send_flags = IBV_SEND_SIGNALED;
+			f.wr.atomic.remote_addr = peer.caddr;
+			f.wr.atomic.rkey = peer.ckey;
+			f.wr.atomic.compare_add = 1;
+			w.next = &s;
+			s.next = &f;
+			if (!(seq % 4)) {
+				r = w;
+				r.wr_id = wrid(seq, OP_READ);
+				r.next = NULL;
+				r.sg_list = &sr;
+				r.opcode = IBV_WR_RDMA_READ;
+				f.next = &r;
+			}
+			if (post(&w))
+				return -1;
+			seq++;
+			more = opt.count ? seq < opt.count : now_ms() < end;
+		}
+		if (!more && done == seq)
+			break;
+		deadline = now_ms() + 60000;
+		do {
+			n = ibv_poll_cq(cq, 16, wc);
+		} while (!n && now_ms() < deadline);
+		if (n <= 0) {
+			diag("no completion for 60 s (%u posted, %u done)", seq, done);
+			return -1;
+		}
+		for (i = 0; i < n; i++) {
+			uint32_t s = wc[i].wr_id >> 3;
+
+			if (client_wc(&wc[i], fadd, rbuf))
+				return -1;
+			if (next_wr == wrid(s + 1, OP_WRITE))
+				done = s + 1;
+		}
+	}
+	/* the end: the count, which the server's counter must equal */
+	{
+		struct msg *m = (struct msg *)(sbuf + SLOTS * MSG_SZ);
+		struct ibv_sge ss = { (uintptr_t)m, sizeof(*m), msnd->lkey };
+		struct ibv_send_wr s = { .wr_id = wrid(seq, OP_FIN), .sg_list = &ss,
+					 .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED };
+
+		m->seq = htobe32(FIN);
+		m->slot = htobe32(seq);
+		m->csum = 0;
+		if (post(&s) || poll_n(cq, wc, 1, 60000) != 1 ||
+		    wc[0].status != IBV_WC_SUCCESS) {
+			tap_ok(false, "final SEND");
+			return -1;
+		}
+	}
+	diag("client: %u iterations (%.1f MB written)", seq,
+	     seq * (double)opt.chunk / 1e6);
+	tap_ok(!bad, "client: %u FETCH_ADDs returned their sequence number, every READ matched (%ld bad)",
+	       seq, bad);
+	return 0;
+}
+
+static int post_recv(uint8_t *buf, struct ibv_mr *mr, uint32_t i)
+{
+	struct ibv_sge sg = { (uintptr_t)(buf + i * MSG_SZ), MSG_SZ, mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = i, .sg_list = &sg, .num_sge = 1 };
+	struct ibv_recv_wr *badr;
+
+	return ibv_post_recv(qp, &r, &badr);
+}
+
+static int run_server(uint8_t *tgt, uint64_t *counter)
+{
+	uint32_t expect = 0, nrecv = opt.window * 2 + 2, i;
+	struct ibv_mr *mr;
+	uint8_t *rb;
+	struct ibv_wc wc;
+
+	mr = reg((void **)&rb, nrecv * MSG_SZ, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		return -1;
+	for (i = 0; i < nrecv; i++)
+		if (post_recv(rb, mr, i))
+			return -1;
+	/* told it is ready after this (sync_ok in main) */
+	if (!sync_ok(sock, true))
+		return -1;
+	for (;;) {
+		struct msg *m;
+		uint32_t seq, slot;
+
+		if (poll_n(cq, &wc, 1, (opt.secs + 120) * 1000) != 1) {
+			tap_ok(false, "server: no SEND for %d s after seq %u",
+			       opt.secs + 120, expect);
+			return -1;
+		}
+		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) {
+			tap_ok(false, "server: receive completion %s (opcode %d)",
+			       wc_status_name(wc.status), wc.opcode);
+			return -1;
+		}
+		m = (struct msg *)(rb + wc.wr_id * MSG_SZ);
+		seq = be32toh(m->seq);
+		slot = be32toh(m->slot);
+		if (seq == FIN) {
+			tap_ok(slot == expect, "server: %u SENDs in order, none lost or duplicated (client says %u)",
+			       expect, slot);
+			tap_ok(*counter == expect, "server: counter %llu == %u FETCH_ADDs",
+			       (unsigned long long)*counter, expect);
+			return 0;
+		}
+		if (seq != expect || slot != seq % SLOTS) {
+			tap_ok(false, "server: SEND seq %u slot %u, expected %u: %s",
+			       seq, slot, expect, seq < expect ? "duplicate" : "lost");
+			return -1;
+		}
+		if (csum(tgt + slot * opt.chunk, opt.chunk) != be64toh(m->csum) ||
+		    pat_check(tgt + slot * opt.chunk, opt.chunk, seq, 0) >= 0) {
+			tap_ok(false, "server: slot %u of seq %u not the bytes the SEND announced",
+			       slot, seq);
+			return -1;
+		}
+		expect++;
+		if (post_recv(rb, mr, wc.wr_id))
+			return -1;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct conn_opts co;
+	struct qp_info me, pi;
+	struct ibv_mr *mtgt = NULL, *mcnt = NULL;
+	uint8_t *tgt = NULL;
+	uint64_t *counter = NULL;
+	struct wire w;
+	int c, ret = -1;
+
+	while ((c = getopt(argc, argv, "d:g:p:s:w:t:n:u:Rh")) != -1) {
+		switch (c) {
+		case 'd': opt.dev = optarg; break;
+		case 'g': opt.gid = atoi(optarg); break;
+		case 'p': opt.port = atoi(optarg); break;
+		case 's': opt.chunk = strtoul(optarg, NULL, 0); break;
+		case 'w': opt.window = atoi(optarg); break;
+		case 't': opt.secs = atoi(optarg); break;
+		case 'n': opt.count = atol(optarg); break;
+		case 'u': opt.ack_timeout = atoi(optarg); break;
+		case 'R': opt.relaxed = true; break;
+		default:
+			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s CHUNK] [-w WINDOW] [-t SECONDS] [-n COUNT] [-u ACK_TIMEOUT] [-R] [SERVER]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		opt.server = argv[optind];
+	if (!opt.dev || opt.chunk < 64 || opt.chunk > (64u << 20) ||
+	    opt.window < 1 || opt.window > SLOTS - 1) {
+		fprintf(stderr, "%s: -d DEV required, 64 <= CHUNK <= 64 MiB, 1 <= WINDOW < %d\n",
+			argv[0], SLOTS);
+		return 2;
+	}
+	printf("TAP version 13\n");
+	if (dev_open(&d, opt.dev, opt.gid)) {
+		tap_ok(false, "open %s", opt.dev);
+		goto out;
+	}
+	cq = ibv_create_cq(d.ctx, 8 * opt.window + 16, NULL, NULL, 0);
+	{
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4 * opt.window + 4,
+				 .max_recv_wr = 2 * opt.window + 2,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		qp = cq ? ibv_create_qp(d.pd, &qa) : NULL;
+	}
+	if (!cq || !qp) {
+		tap_ok(false, "create CQ/QP: %s", strerror(errno));
+		goto out;
+	}
+	if (!opt.server) {
+		int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ |
+			  (opt.relaxed ? IBV_ACCESS_RELAXED_ORDERING : 0);
+
+		mtgt = reg((void **)&tgt, SLOTS * opt.chunk, acc);
+		mcnt = reg((void **)&counter, 8, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_ATOMIC);
+		if (!mtgt || !mcnt) {
+			tap_ok(false, "register buffers");
+			goto out;
+		}
+	}
+	sock = tcp_connect(opt.server, opt.port, 20000);
+	if (sock < 0) {
+		tap_ok(false, "TCP handshake");
+		goto out;
+	}
+	qp_local_info(&d, qp, (getpid() * 2654435761u) & 0xffffff, &me);
+	memset(&w, 0, sizeof(w));
+	qp_wire_pack(&w.qp, &me);
+	if (mtgt) {
+		w.rkey = htobe32(mtgt->rkey);
+		w.addr = htobe64((uintptr_t)tgt);
+		w.ckey = htobe32(mcnt->rkey);
+		w.caddr = htobe64((uintptr_t)counter);
+	}
+	if (xfer(sock, &w, &peer, sizeof(peer))) {
+		tap_ok(false, "exchange connection data");
+		goto out;
+	}
+	peer.rkey = be32toh(peer.rkey);
+	peer.addr = be64toh(peer.addr);
+	peer.ckey = be32toh(peer.ckey);
+	peer.caddr = be64toh(peer.caddr);
+	qp_wire_unpack(&peer.qp, &pi);
+	conn_opts_default(&co);
+	co.timeout = opt.ack_timeout;
+	co.max_rd_atomic = 16;
+	if ((errno = qp_connect(&d, qp, &me, &pi, &co,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_ATOMIC))) {
+		tap_ok(false, "connect QP: %s", strerror(errno));
+		goto out;
+	}
+	if (!sync_ok(sock, true)) {
+		tap_ok(false, "QP connected on both ends");
+		goto out;
+	}
+	if (opt.server) {
+		/* wait until the server's receives are posted */
+		if (!sync_ok(sock, true)) {
+			tap_ok(false, "server ready");
+			goto out;
+		}
+		ret = run_client();
+	} else {
+		ret = run_server(tgt, counter);
+	}
+	if (ret)
+		tap_ok(false, "%s stream", opt.server ? "client" : "server");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (d.ctx)
+		dev_close(&d);
+	if (sock >= 0)
+		close(sock);
+	printf("1..%d\n# %d failed, %d skipped\n", tap_n, tap_failed, tap_skipped);
+	return tap_failed || tap_n == 0 ? 1 : 0;
+}

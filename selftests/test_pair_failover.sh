@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: pair
+#
+# Failover across two real hosts (two guests, two kernels): a link goes
+# down on ONE host only (qemu socket links carry no carrier to the other
+# guest), so the other host learns of it only from the first host's FENCE,
+# or from its own work on the rail making no progress.  rbond_stream runs
+# host a (client) -> host b (server) over both rails with relaxed-ordered
+# MRs: WRITEs, SENDs with sequence numbers and checksums, FETCH_ADDs and
+# READs, none lost, duplicated or corrupted, the final counter exact.
+#   1. host a's rail 1 (a1) down for 8 s: a fails over on the port event
+#      and fences b's member; b fails over on a's FENCE; when a1 comes
+#      back, both take rail 1 back for the same QP (failback);
+#   2. host b's rail 1 (b1) down for 8 s: b fails over on its port event
+#      and fences a's member (a's WRITEs on rail 1 no longer reach b);
+#      when b1 comes back, b rejoins and a follows.
+#
+#   guest a: rbond0 = [rxe_a0 on a0 10.0.1.1, rxe_a1 on a1 10.0.2.1]
+#                 ||  qemu socket link per rail (127.0.0.1)  ||
+#   guest b: rbond0 = [rxe_b0 on b0 10.0.1.2, rxe_b1 on b1 10.0.2.2]
+. "$(dirname "$0")/lib.sh"
+require_guest
+require_module
+require_provider
+[ "${RBOND_TOPO:-}" = pair ] || skip "pair topology only"
+PROGS=$RBOND_TOP/selftests/progs
+[ -x "$PROGS/rbond_stream" ] || skip "rbond_stream not built (make progs)"
+topo_up || fail "topology"
+me=$(rbond_me)
+provider_env
+
+rbond_install || fail "module install"
+echo 1 > /sys/module/rdma_bond/parameters/multirail || fail "multirail"
+rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
+for r in 0 1; do rail_shape "$me$r" "${PF_RATE:-40mbit}"; done
+pair_sync bonds_up || fail "peer did not build its bond"
+
+hwc() { rdma statistic show link "rbond0/1" 2>/dev/null |
+	tr ' ' '\n' | awk -v k="$1" 'p { print; exit } $0 == k { p = 1 }'; }
+
+# fo_case N BREAKER LABEL: rbond_stream a -> b; host BREAKER takes its
+# rail 1 down for 8 s once rail 1 carries data, then up again
+fo_case() {
+	local n=$1 brk=$2 label=$3 port=$((18700 + $1)) f0 t0 t1 rc pid i mine peer
+	f0=$(hwc rail1_failovers)
+	if [ "$me" = b ]; then
+		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
+			-s 262144 -w 8 -t 30 -u "$RBOND_QP_TIMEOUT" >/tmp/pf$n.srv 2>&1 &
+		pid=$!
+		sleep 2; pair_put "pf$n.srv" up
+	else
+		pair_get "pf$n.srv" 120 >/dev/null
+		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
+			-s 262144 -w 8 -t 30 -u "$RBOND_QP_TIMEOUT" "$(rail_ip 0 b)" \
+			>/tmp/pf$n.cli 2>&1 &
+		pid=$!
+		# rail 1 carries data
+		t0=$(rail_tx_bytes a1)
+		for i in $(seq 200); do
+			[ $(($(rail_tx_bytes a1) - t0)) -gt 1000000 ] && break
+			sleep 0.1
+		done
+		sleep 2
+		pair_put "pf$n.go" 1
+	fi
+	pair_get "pf$n.go" 120 >/dev/null
+	if [ "$me" = "$brk" ]; then
+		rail_down "${me}1"; sleep 8; rail_up "${me}1"
+		log "$label: ${me}1 down for 8 s, up at $(date +%T)"
+		pair_put "pf$n.up" 1
+	fi
+	pair_get "pf$n.up" 60 >/dev/null
+	# failback: rail 1 carries data again within the stream's last 10 s
+	sleep 4
+	t0=$(rail_tx_bytes "${me}1"); sleep 6; t1=$(rail_tx_bytes "${me}1")
+	wait $pid; rc=$?
+	[ "$me" = a ] && out=/tmp/pf$n.cli || out=/tmp/pf$n.srv
+	grep -E '^(ok|not ok)|^# client' "$out" | sed 's/^/# /'
+	[ $rc = 0 ]
+	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
+	mine=$(( $(hwc rail1_failovers) - f0 ))
+	pair_put "pf$n.fo.$me" "$mine"
+	peer=$(pair_get "pf$n.fo.$(pair_peer)" 60)
+	log "$label: rail1_failovers here $mine, on the peer ${peer:-?}; $(dmesg | grep -E 'rbond0: (rail 1|QP .*rail 1)' | tail -n 3 | tr '\n' ';')"
+	[ "$mine" -gt 0 ]
+	log_test $? "$label: host $me failed over from rail 1"
+	[ $((t1 - t0)) -gt 1000000 ]
+	log_test $? "$label: host $me uses rail 1 again after it came back ($(((t1 - t0) / 1000)) kB in 6 s)"
+	pair_sync "pf$n.done" 120
+}
+
+fo_case 1 a "a1 down on host a only"
+fo_case 2 b "b1 down on host b only"
+pair_sync done 600
+exit $ret
