@@ -7,9 +7,11 @@
 # so that their WRITEs and READs are striped over both rails: rbond_verify
 # (WRITE then SEND with every byte checked on the receiver, READ back
 # checked, every wr_id, opcode, byte_len, status and completion order) and
-# rbond_stream (for 14 s: WRITE, SEND with sequence number and checksum,
-# FETCH_ADD, READ back; nothing lost, duplicated or corrupted, every atomic
-# executed once, the final counter exact), and break rail 1 in the middle:
+# rbond_stream (for 14 s, one iteration at a time so that its 1 MiB WRITEs
+# and READs are split over the rails: WRITE, SEND with sequence number and
+# checksum, FETCH_ADD, READ back; nothing lost, duplicated or corrupted,
+# every atomic executed once, the final counter exact), and break rail 1 in
+# the middle:
 #   1. link down (ip link set down) for 8 s: both hosts see a port error;
 #   2. silent loss (netem loss 100%) on both directions: no event, the
 #      watchdog finds the rail making no progress;
@@ -73,7 +75,7 @@ fo_case() {
 	vpid=$!
 	PROV_PORT=$((PROV_PORT + 5))
 	prov_cs rbond1 rbond0 /tmp/fo_s "$PROGS/rbond_stream" \
-		-u "$RBOND_QP_TIMEOUT" -R -s 262144 -w 8 -t "$((${FO_HOLD:-8} + 6))" &
+		-u "$RBOND_QP_TIMEOUT" -R -s 1048576 -w 1 -t "$((${FO_HOLD:-8} + 6))" &
 	spid=$!
 	if wait_striping; then
 		eval "$brk"
@@ -81,7 +83,8 @@ fo_case() {
 		sleep "${FO_HOLD:-8}"
 		grep '^1 ' /sys/class/infiniband/rbond0/bond/rails | sed 's/^/# rbond0 rails: /'
 		# before the repair: a rail added again starts from zero
-		a1=$(hwc rbond0 rail1_failovers); us=$(hwc rbond0 rail1_failover_us)
+		a1=$(hwc rbond0 rail1_failovers)
+		us="rbond0 $(hwc rbond0 rail1_failover_us) us, rbond1 $(hwc rbond1 rail1_failover_us) us"
 		eval "$fix"
 	else
 		log "$label: rail 1 never carried data"
@@ -89,7 +92,7 @@ fo_case() {
 	wait $vpid; rc=$?
 	wait $spid; src=$?
 	[ -n "$a1" ] || a1=$(hwc rbond0 rail1_failovers)
-	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(hwc rbond1 rail1_failovers) - b0)), failure to resumed traffic ${us:-?} us"
+	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(hwc rbond1 rail1_failovers) - b0)), last failure to replay: ${us:-?}"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
 	grep -h '^# client:\|^ok' /tmp/fo_s /tmp/fo_s.srv | sed 's/^/# stream: /'

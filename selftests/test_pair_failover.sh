@@ -31,7 +31,6 @@ me=$(rbond_me)
 provider_env
 
 rbond_install || fail "module install"
-echo 1 > /sys/module/rdma_bond/parameters/multirail || fail "multirail"
 rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 for r in 0 1; do rail_shape "$me$r" "${PF_RATE:-40mbit}"; done
 pair_sync bonds_up || fail "peer did not build its bond"
@@ -46,13 +45,13 @@ fo_case() {
 	f0=$(hwc rail1_failovers)
 	if [ "$me" = b ]; then
 		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
-			-s 262144 -w 8 -t 30 -u "$RBOND_QP_TIMEOUT" >/tmp/pf$n.srv 2>&1 &
+			-s 1048576 -w 1 -t 30 -u "$RBOND_QP_TIMEOUT" >/tmp/pf$n.srv 2>&1 &
 		pid=$!
 		sleep 2; pair_put "pf$n.srv" up
 	else
 		pair_get "pf$n.srv" 120 >/dev/null
 		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
-			-s 262144 -w 8 -t 30 -u "$RBOND_QP_TIMEOUT" "$(rail_ip 0 b)" \
+			-s 1048576 -w 1 -t 30 -u "$RBOND_QP_TIMEOUT" "$(rail_ip 0 b)" \
 			>/tmp/pf$n.cli 2>&1 &
 		pid=$!
 		# rail 1 carries data
@@ -73,7 +72,10 @@ fo_case() {
 	pair_get "pf$n.up" 60 >/dev/null
 	# failback: rail 1 carries data again within the stream's last 10 s
 	sleep 4
-	t0=$(rail_tx_bytes "${me}1"); sleep 6; t1=$(rail_tx_bytes "${me}1")
+	# both directions: host b (the server) mostly receives
+	t0=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
+	sleep 6
+	t1=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
 	wait $pid; rc=$?
 	[ "$me" = a ] && out=/tmp/pf$n.cli || out=/tmp/pf$n.srv
 	grep -E '^(ok|not ok)|^# client' "$out" | sed 's/^/# /'
@@ -93,4 +95,5 @@ fo_case() {
 fo_case 1 a "a1 down on host a only"
 fo_case 2 b "b1 down on host b only"
 pair_sync done 600
+dmesg | grep -E 'rbond0: (rail 1|QP .*rail 1)' | sed 's/^/# /'
 exit $ret

@@ -312,8 +312,9 @@ static DECLARE_DELAYED_WORK(rbond_fo_watch_work, rbond_fo_watch);
 
 /*
  * How long rail @r may go without a completion while @qp has work on it:
- * the bond's failover_stall_ms, plus twice the time the rail's queue (all
- * QPs' bytes outstanding) takes at its measured rate.  0: never.
+ * the bond's failover_stall_ms, plus the time the rail's queue (all QPs'
+ * bytes outstanding, FIFO) takes at its measured rate; 500 ms more while
+ * the rate is not known.  0: never.
  */
 static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
 {
@@ -325,9 +326,9 @@ static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
 		return 0;
 	rate = READ_ONCE(bond->rails[r].rate);
 	if (!rate)
-		return msecs_to_jiffies(ms + 1000);
+		return msecs_to_jiffies(ms + 500);
 	ns = div_u64(READ_ONCE(bond->rails[r].obytes) << 20, rate);
-	return msecs_to_jiffies(ms) + nsecs_to_jiffies(2 * ns);
+	return msecs_to_jiffies(ms) + nsecs_to_jiffies(ns);
 }
 
 static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
@@ -711,7 +712,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	mq->fo_failed = 0;
 	mq->rejoin = 0;
 	mq->rejoin_want = 0;
-	mq->peer_rtr = 0;
+	mq->rejoin_sent = 0;
 	memset(mq->rejoin_backoff, 0, sizeof(mq->rejoin_backoff));
 	memset(mq->fo_sent, 0, sizeof(mq->fo_sent));
 	spin_lock_irqsave(&mq->attr_lock, flags);

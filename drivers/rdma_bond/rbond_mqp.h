@@ -139,10 +139,11 @@ struct rbond_mqp {
 	/*
 	 * Failback (rbond_negotiate.c, mq->lock): rails whose new member is
 	 * being negotiated (rejoin) and rails to start that for, not before
-	 * rejoin_at (rejoin_want: atomic bit operations); the peer's rails
-	 * at RTR or beyond in its last QP_RSP (bit per peer rail index).
+	 * rejoin_at (rejoin_want: atomic bit operations); when the last
+	 * QP_REQ of a rejoin went (jiffies).
 	 */
-	unsigned long rejoin, rejoin_want, peer_rtr;
+	unsigned long rejoin, rejoin_want, rejoin_sent;
+	bool rejoin_tell;		/* one more QP_REQ: ours is in use */
 	unsigned long rejoin_at[RBOND_MAX_RAILS];
 	unsigned int rejoin_backoff[RBOND_MAX_RAILS];	/* ms */
 	unsigned long joined_at[RBOND_MAX_RAILS];	/* jiffies */

@@ -348,6 +348,7 @@ static void rbond_mq_fill_rails(struct rbond_mqp *mq, struct rbond_msg *msg,
 			       (struct in6_addr *)r->gid);
 	r->qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
 	r->index = mq->qp->home;
+	r->state = RBOND_M_RTS;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct rbond_member_qp *m = &mq->m[i];
 
@@ -359,22 +360,10 @@ static void rbond_mq_fill_rails(struct rbond_mqp *mq, struct rbond_msg *msg,
 		r->qpn = cpu_to_be32(m->qp->qp_num);
 		r->psn = cpu_to_be32(m->psn);
 		r->index = i;
+		r->state = m->state;
 	}
 	msg->qp.nrails = n;
 	msg->src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
-}
-
-/* The peer's rail indices a QP_RSP lists (at RTR or beyond). */
-static unsigned long rbond_msg_rail_bits(const struct rbond_msg *m)
-{
-	unsigned int n = min_t(unsigned int, m->qp.nrails, RBOND_MAX_RAILS);
-	unsigned long bits = 0;
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (m->qp.rail[i].index < RBOND_MAX_RAILS)
-			bits |= BIT(m->qp.rail[i].index);
-	return bits;
 }
 
 /* Peer rail entry @j is what a member of ours is paired with, not failed. */
@@ -419,6 +408,9 @@ static void rbond_mq_take_peer(struct rbond_mqp *mq, const struct rbond_msg *m)
 				continue;
 			mq->peer_nrails++;
 		} else if (rbond_mq_peer_in_use(mq, j)) {
+			/* the same member further on (RTR, RTS) */
+			if (mq->peer_rail[j].qpn == r->qpn)
+				mq->peer_rail[j].state = r->state;
 			continue;
 		}
 		mq->peer_rail[j] = *r;
@@ -500,11 +492,46 @@ static void rbond_mq_publish(struct rbond_mqp *mq)
 /* --- failback: a failed rail rejoins the QP ------------------------------- */
 
 /*
+ * While a rail rejoins, QP_REQ (our members and their states) goes to the
+ * peer every RBOND_MQ_RETRY_MS (5x that after RBOND_REJOIN_TRIES), not on
+ * every run of the work (each answer runs it), and once more after the
+ * member went into use.  mq->lock held, not bond->lock.
+ */
+static void rbond_mq_rejoin_ask(struct rbond_mqp *mq, struct rbond_msg *msg,
+				u32 peer_qpn)
+{
+	unsigned long every = msecs_to_jiffies(mq->tries > RBOND_REJOIN_TRIES ?
+					       5 * RBOND_MQ_RETRY_MS :
+					       RBOND_MQ_RETRY_MS);
+
+	lockdep_assert_held(&mq->lock);
+	if (mq->rejoin_sent && !mq->rejoin_tell &&
+	    time_before(jiffies, mq->rejoin_sent + every)) {
+		rbond_mq_kick_later(mq, mq->rejoin_sent + every - jiffies);
+		return;
+	}
+	mq->tries++;
+	mq->rejoin_sent = jiffies | 1;
+	mq->rejoin_tell = false;
+	if (mq->conn && READ_ONCE(mq->conn->state) == RBOND_CONN_UP) {
+		memset(msg, 0, sizeof(*msg));
+		mutex_lock(&mq->bond->lock);
+		rbond_mq_fill_rails(mq, msg, false);
+		mutex_unlock(&mq->bond->lock);
+		msg->dst_qpn = cpu_to_be32(peer_qpn);
+		memcpy(msg->nonce, mq->nonce, sizeof(msg->nonce));
+		rbond_ctrl_send(mq->conn, msg, RBOND_MSG_QP_REQ, RBOND_ST_OK);
+	}
+	if (mq->rejoin)
+		rbond_mq_kick_later(mq, every);
+}
+
+/*
  * Start rejoining rail @i: its failed member goes (no completion of it can
  * reach a slot of the new one: destroyed and drained first), a new one
  * will be created, and the QP asks the peer again (QP_REQ) until the
- * peer's member paired with it is at RTR (mq->peer_rtr): only then is it
- * published (rbond_mq_rejoin_publish()).  Not while the rail is failing
+ * peer's member paired with it is at RTR (its state in the peer's last
+ * message): only then is it published (rbond_mq_rejoin_publish()).  Not while the rail is failing
  * over, is down, or lost its member objects (device removed: a rail added
  * again serves new objects only).  mq->lock and bond->lock held.
  */
@@ -523,13 +550,12 @@ static void rbond_mq_rejoin_start(struct rbond_mqp *mq, unsigned int i)
 		return;
 	/*
 	 * The peer's member it was paired with is failed too: not paired
-	 * with again (qpn 0) nor ready for us until the peer names a new
-	 * one (rbond_mq_take_peer()) at RTR.
+	 * with again (qpn 0) until the peer names a new one
+	 * (rbond_mq_take_peer()).
 	 */
 	if (m->peer >= 0) {
-		if (mq->peer_rail[m->peer].index < RBOND_MAX_RAILS)
-			mq->peer_rtr &= ~BIT(mq->peer_rail[m->peer].index);
 		mq->peer_rail[m->peer].qpn = 0;
+		mq->peer_rail[m->peer].state = 0;
 	}
 	if (m->published)
 		rbond_qp_destroy_member(qp, i);
@@ -599,6 +625,21 @@ static void rbond_mq_rejoin_check(struct rbond_mqp *mq,
 			}
 		}
 	}
+	/* a member for a rail of the peer's none of ours uses: take it */
+	for (k = 1; k < n; k++) {
+		for (i = 0; i < RBOND_MAX_RAILS; i++) {
+			j = mq->m[i].peer;
+			if (j >= 0 && mq->m[i].state != RBOND_M_ERR &&
+			    mq->peer_rail[j].index == req->qp.rail[k].index)
+				break;
+		}
+		if (i < RBOND_MAX_RAILS)
+			continue;
+		for (i = 0; i < RBOND_MAX_RAILS; i++)
+			if (mq->m[i].state == RBOND_M_ERR &&
+			    test_bit(i, &mq->fo_failed))
+				rbond_mq_rejoin_start(mq, i);
+	}
 	if (mq->rejoin != before || redo)
 		rbond_mq_create_members(mq);
 }
@@ -621,9 +662,11 @@ static void rbond_mq_rejoin_rtr(struct rbond_mqp *mq)
 
 /*
  * The rejoining members at RTS whose peer member is at RTR go into use.
- * A rejoin that does not get there within RBOND_REJOIN_TRIES QP_REQs
- * gives up: the new member goes, and the rail is tried again later.
- * mq->lock and bond->lock held.
+ * A rejoin whose member is not even at RTR (no new peer member named)
+ * within RBOND_REJOIN_TRIES QP_REQs gives up: the new member goes, and the
+ * rail is tried again later.  One at RTR stays (the peer may have paired
+ * with it, and published it: only a fence may take it away) and the QP
+ * keeps asking, more slowly.  mq->lock and bond->lock held.
  */
 static void rbond_mq_rejoin_publish(struct rbond_mqp *mq, bool rts)
 {
@@ -635,14 +678,17 @@ static void rbond_mq_rejoin_publish(struct rbond_mqp *mq, bool rts)
 	for_each_set_bit(i, &mq->rejoin, RBOND_MAX_RAILS) {
 		j = mq->m[i].peer;
 		if (rts && j >= 0 && mq->m[i].state == RBOND_M_RTS &&
-		    mq->peer_rail[j].index < BITS_PER_LONG &&
-		    (mq->peer_rtr & BIT(mq->peer_rail[j].index)))
+		    (mq->peer_rail[j].state == RBOND_M_RTR ||
+		     mq->peer_rail[j].state == RBOND_M_RTS))
 			ready |= BIT(i);
-		else if (mq->tries > RBOND_REJOIN_TRIES)
+		else if (mq->tries > RBOND_REJOIN_TRIES &&
+			 mq->m[i].state < RBOND_M_RTR)
 			give_up |= BIT(i);
 	}
 	done = ready ? rbond_mq_publish_rails(mq, ready) : 0;
 	mq->rejoin &= ~done;
+	if (done)	/* the peer may wait to see ours at RTS */
+		mq->rejoin_tell = true;
 	for_each_set_bit(i, &done, RBOND_MAX_RAILS)
 		ibdev_info_ratelimited(&mq->bond->ibdev,
 				       "QP 0x%x: rail %u back in use\n",
@@ -808,12 +854,12 @@ void rbond_mq_work(struct work_struct *work)
 		case RBOND_ST_OK:
 			rbond_mq_learn_nonce(mq, rsp.nonce);
 			rbond_mq_take_peer(mq, &rsp);
-			mq->peer_rtr = rbond_msg_rail_bits(&rsp);
 			rbond_mq_set_state(mq, RBOND_NEG_AGREED);
 			break;
 		case RBOND_ST_NOT_READY:
 			rbond_mq_learn_nonce(mq, rsp.nonce);
-			mq->peer_rtr = rbond_msg_rail_bits(&rsp);
+			if (mq->have_peer)	/* states of members named before */
+				rbond_mq_take_peer(mq, &rsp);
 			break;
 		default:
 			rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
@@ -844,22 +890,8 @@ void rbond_mq_work(struct work_struct *work)
 	mutex_unlock(&bond->lock);
 
 	/* Our own request, until the peer said yes (or we give up). */
-	if (mq->state == RBOND_NEG_UP && mq->rejoin && mq->conn &&
-	    READ_ONCE(mq->conn->state) == RBOND_CONN_UP) {
-		/* a rail rejoins: ask until its peer member is at RTR */
-		mq->tries++;
-		memset(msg, 0, sizeof(*msg));
-		mutex_lock(&bond->lock);
-		rbond_mq_fill_rails(mq, msg, false);
-		mutex_unlock(&bond->lock);
-		msg->dst_qpn = cpu_to_be32(peer_qpn);
-		memcpy(msg->nonce, mq->nonce, sizeof(msg->nonce));
-		rbond_ctrl_send(mq->conn, msg, RBOND_MSG_QP_REQ, RBOND_ST_OK);
-		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
-	} else if (mq->state == RBOND_NEG_UP && mq->rejoin) {
-		mq->tries++;
-		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
-	}
+	if (mq->state == RBOND_NEG_UP && (mq->rejoin || mq->rejoin_tell))
+		rbond_mq_rejoin_ask(mq, msg, peer_qpn);
 	if (mq->state == RBOND_NEG_ASKING) {
 		if (!mq->conn) {
 			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);

@@ -50,7 +50,7 @@ static struct rbond_option rbond_options[RBOND_NR_OPTS] = {
 	[RBOND_OPT_STALL_MS] = {
 		.name = "failover_stall_ms",
 		.off = offsetof(struct rbond_dev, stall_ms),
-		.def = 500,
+		.def = 300,
 	},
 };
 

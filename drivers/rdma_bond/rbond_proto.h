@@ -11,7 +11,7 @@
 #include <rdma/rdma_bond-abi.h>
 
 #define RBOND_CTRL_MAGIC	0x52424e44	/* "RBND" */
-#define RBOND_CTRL_VERSION	3	/* 2: nonces; 3: FENCE */
+#define RBOND_CTRL_VERSION	3	/* 2: nonces; 3: FENCE, rail state */
 #define RBOND_CTRL_MSG_SIZE	256
 
 enum rbond_msg_type {
@@ -38,7 +38,8 @@ struct rbond_msg_rail {
 	__be32 qpn;		/* member QPN on that rail */
 	__be32 psn;		/* its initial send PSN */
 	u8 index;		/* sender's rail index */
-	u8 rsvd[3];
+	u8 state;		/* v3: INIT 1, RTR 2 (receives), RTS 3 */
+	u8 rsvd[2];
 };
 
 struct rbond_msg {

@@ -18,6 +18,10 @@
  * with at most WINDOW iterations in flight, every completion checked
  * (status, wr_id, order).  After SECONDS (or COUNT iterations) a final
  * SEND carries the count; the server checks its counter equals it.
+ * On a bond with relaxed-ordered MRs (-R) and -w 1, each WRITE (and READ)
+ * is split over the rails; with a deeper window the SENDs and atomics in
+ * flight are ordering points that keep the WRITEs behind them on the home
+ * rail (Documentation/rdma_bond.rst, "Ordering and striping").
  *
  *   server:  rbond_stream -d DEV [options]
  *   client:  rbond_stream -d DEV [options] SERVER_ADDR
