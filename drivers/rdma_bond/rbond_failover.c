@@ -86,6 +86,7 @@ bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
 		return false;
 	qp->s.rails_up &= ~BIT(rail);
 	qp->fo_rails |= BIT(rail);
+	mq->fo_qpn[rail] = qp->member[rail] ? qp->member[rail]->qp_num : 0;
 	WRITE_ONCE(mq->fo_reason[rail], reason);
 	WRITE_ONCE(mq->fo_t0[rail], ktime_get_ns());
 	WRITE_ONCE(mq->fo_since[rail], mq->fo_t0[rail]);
@@ -387,29 +388,19 @@ static void rbond_fo_fence_local(struct rbond_mqp *mq, unsigned int r)
 		m->state = RBOND_M_ERR;
 }
 
-/* @r pairs with the peer's rail @from.  mq->lock held. */
-static bool rbond_fo_pair_ok(struct rbond_mqp *mq, unsigned int r, u8 from)
-{
-	int pr;
-
-	lockdep_assert_held(&mq->lock);
-	if (r >= RBOND_MAX_RAILS || r == mq->qp->home)
-		return false;
-	pr = mq->m[r].peer;
-	return pr >= 0 && pr < mq->peer_nrails &&
-	       mq->peer_rail[pr].index == from;
-}
-
-/* FENCE or FENCE_ACK about our rail @r to the peer QP.  mq->lock held. */
+/*
+ * FENCE or FENCE_ACK about our rail @r (member @qpn) and the peer's rail
+ * @peer_rail (member @peer_qpn) to the peer QP.  mq->lock held.
+ */
 static void rbond_fo_send(struct rbond_mqp *mq, struct rbond_conn *conn,
-			  unsigned int r, u8 type)
+			  u8 type, unsigned int r, u32 qpn, u8 peer_rail,
+			  u32 peer_qpn)
 {
 	struct rbond_msg msg = {};
 	unsigned long flags;
-	int pr = mq->m[r].peer;
 
 	lockdep_assert_held(&mq->lock);
-	if (!conn || pr < 0)
+	if (!conn)
 		return;
 	msg.src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
 	spin_lock_irqsave(&mq->attr_lock, flags);
@@ -417,9 +408,23 @@ static void rbond_fo_send(struct rbond_mqp *mq, struct rbond_conn *conn,
 	memcpy(msg.echo, mq->peer_nonce, sizeof(msg.echo));
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
 	msg.fence.rail = r;
-	msg.fence.peer_rail = mq->peer_rail[pr].index;
+	msg.fence.peer_rail = peer_rail;
 	msg.fence.reason = READ_ONCE(mq->fo_reason[r]);
+	msg.fence.qpn = cpu_to_be32(qpn);
+	msg.fence.peer_qpn = cpu_to_be32(peer_qpn);
 	rbond_ctrl_send(conn, &msg, type, RBOND_ST_OK);
+}
+
+/* Our failed member on @r to the peer's: FENCE.  mq->lock held. */
+static void rbond_fo_send_fence(struct rbond_mqp *mq, unsigned int r)
+{
+	int pr = mq->m[r].peer;
+
+	if (pr < 0 || pr >= mq->peer_nrails)
+		return;
+	rbond_fo_send(mq, mq->conn, RBOND_MSG_FENCE, r, mq->fo_qpn[r],
+		      mq->peer_rail[pr].index,
+		      be32_to_cpu(mq->peer_rail[pr].qpn));
 }
 
 /* The inbox: the peer's FENCEs (fence, acknowledge) and FENCE_ACKs. */
@@ -427,10 +432,15 @@ static void rbond_fo_take_inbox(struct rbond_mqp *mq)
 {
 	struct rbond_qp *qp = mq->qp;
 	u8 fence_from[RBOND_MAX_RAILS], ack_from[RBOND_MAX_RAILS];
+	u32 fence_qpn[RBOND_MAX_RAILS], ack_qpn[RBOND_MAX_RAILS];
+	u32 fence_src[RBOND_MAX_RAILS];
+	struct rbond_member_qp *m;
 	unsigned long in, acks, flags;
 	struct rbond_conn *conn;
+	struct ib_qp *cur;
 	unsigned int r;
 	bool marked;
+	u32 mine;
 
 	lockdep_assert_held(&mq->lock);
 	spin_lock_irqsave(&mq->attr_lock, flags);
@@ -440,31 +450,46 @@ static void rbond_fo_take_inbox(struct rbond_mqp *mq)
 	mq->ack_in = 0;
 	memcpy(fence_from, mq->fence_from, sizeof(fence_from));
 	memcpy(ack_from, mq->ack_from, sizeof(ack_from));
+	memcpy(fence_qpn, mq->fence_qpn, sizeof(fence_qpn));
+	memcpy(ack_qpn, mq->ack_qpn, sizeof(ack_qpn));
+	memcpy(fence_src, mq->fence_src, sizeof(fence_src));
 	conn = mq->fence_conn;
 	mq->fence_conn = NULL;
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
 
 	for_each_set_bit(r, &in, RBOND_MAX_RAILS) {
-		if (!rbond_fo_pair_ok(mq, r, fence_from[r])) {
+		if (r == qp->home) {
 			atomic64_inc(&rbond_ctrl_stats.bad_msgs);
 			continue;
 		}
-		/* stopped before we say so */
+		/*
+		 * Only the member the FENCE names: one that replaced it since
+		 * (failback) is not this failure's.  A member that is gone is
+		 * stopped: acknowledged all the same.
+		 */
+		m = &mq->m[r];
 		mutex_lock(&mq->bond->lock);
-		rbond_fo_fence_local(mq, r);
-		mutex_unlock(&mq->bond->lock);
-		rbond_fo_send(mq, conn, r, RBOND_MSG_FENCE_ACK);
-		spin_lock_irqsave(&qp->sq_lock, flags);
-		marked = rbond_fo_mark(qp, r, RBOND_FAIL_PEER);
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		if (marked) {
-			set_bit(r, &mq->fo_local);
-			set_bit(r, &mq->fo_peer);
+		cur = m->published ? qp->member[r] : m->qp;
+		mine = cur ? cur->qp_num : 0;
+		if (cur && mine == fence_qpn[r] && m->state != RBOND_M_ERR) {
+			/* caught before its member flushes anything */
+			spin_lock_irqsave(&qp->sq_lock, flags);
+			marked = rbond_fo_mark(qp, r, RBOND_FAIL_PEER);
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			rbond_fo_fence_local(mq, r);
+			if (marked) {
+				set_bit(r, &mq->fo_local);
+				set_bit(r, &mq->fo_peer);
+			}
 		}
+		mutex_unlock(&mq->bond->lock);
+		/* stopped before we say so */
+		rbond_fo_send(mq, conn, RBOND_MSG_FENCE_ACK, r, fence_qpn[r],
+			      fence_from[r], fence_src[r]);
 	}
 	for_each_set_bit(r, &acks, RBOND_MAX_RAILS)
-		if (rbond_fo_pair_ok(mq, r, ack_from[r]) &&
-		    test_bit(r, &mq->fo_want) && mq->fo_sent[r])
+		if (test_bit(r, &mq->fo_want) && mq->fo_sent[r] &&
+		    ack_qpn[r] == mq->fo_qpn[r])
 			set_bit(r, &mq->fo_peer);
 	rbond_conn_put(conn);
 }
@@ -540,6 +565,9 @@ static unsigned long rbond_fo_step(struct rbond_mqp *mq, unsigned int r)
 		mutex_unlock(&bond->lock);
 		set_bit(r, &mq->fo_local);
 	}
+	/* a member never paired with one of the peer's: nothing to fence */
+	if (mq->m[r].peer < 0)
+		set_bit(r, &mq->fo_peer);
 	if (!test_bit(r, &mq->fo_peer)) {
 		if (el > RBOND_FO_FENCE_MS * NSEC_PER_MSEC) {
 			mutex_lock(&bond->lock);
@@ -551,7 +579,7 @@ static unsigned long rbond_fo_step(struct rbond_mqp *mq, unsigned int r)
 		if (!mq->fo_sent[r] ||
 		    time_after_eq(jiffies, mq->fo_sent[r] +
 				  msecs_to_jiffies(RBOND_FO_FENCE_RETRY_MS))) {
-			rbond_fo_send(mq, mq->conn, r, RBOND_MSG_FENCE);
+			rbond_fo_send_fence(mq, r);
 			mq->fo_sent[r] = jiffies | 1;
 		}
 		return msecs_to_jiffies(RBOND_FO_FENCE_RETRY_MS);
@@ -637,9 +665,12 @@ static void rbond_fo_take_msg(struct rbond_conn *conn,
 		if (ack) {
 			mq->ack_in |= BIT(r);
 			mq->ack_from[r] = m->fence.rail;
+			mq->ack_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
 		} else {
 			mq->fence_in |= BIT(r);
 			mq->fence_from[r] = m->fence.rail;
+			mq->fence_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
+			mq->fence_src[r] = be32_to_cpu(m->fence.qpn);
 			old = mq->fence_conn;
 			rbond_conn_get(conn);
 			mq->fence_conn = conn;

@@ -134,6 +134,9 @@ struct rbond_mqp {
 	/* inbox (attr_lock): FENCE / FENCE_ACK for our rail, from peer rail */
 	unsigned long fence_in, ack_in;
 	u8 fence_from[RBOND_MAX_RAILS], ack_from[RBOND_MAX_RAILS];
+	u32 fence_qpn[RBOND_MAX_RAILS], ack_qpn[RBOND_MAX_RAILS]; /* ours */
+	u32 fence_src[RBOND_MAX_RAILS];	/* the FENCE's sender's member */
+	u32 fo_qpn[RBOND_MAX_RAILS];	/* our member that failed */
 	struct rbond_conn *fence_conn;	/* where to acknowledge */
 
 	/*

@@ -78,6 +78,9 @@ struct rbond_msg {
 			u8 peer_rail;	/* receiver's rail index */
 			u8 reason;	/* enum rbond_fail_reason */
 			u8 rsvd;
+			/* the member QPs: this failure's pair, no later one */
+			__be32 qpn;	/* sender's on that rail */
+			__be32 peer_qpn; /* receiver's, as the sender knows it */
 		} fence;
 	};
 };
