@@ -38,7 +38,7 @@ H=$RBOND_TOP/selftests/progs/rbond_hostile
 topo_up || fail "topology"
 me=$(rbond_me)
 provider_env
-VER=${RBOND_HOSTILE_PROTO:-2}
+VER=${RBOND_HOSTILE_PROTO:-3}
 COUNT=24
 D=$(pair_dir)
 

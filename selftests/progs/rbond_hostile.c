@@ -22,7 +22,8 @@
  *       writes COUNT x 1 MiB to the server and a SEND; the server checks
  *       every byte.  The server delays its RTR until DIR/go exists.
  *
- * VER is the control protocol version (2; 1 speaks the old format).
+ * VER is the control protocol version (3; 2 has the same layout, 1 speaks
+ * the old format).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,14 +70,15 @@ union hbody {
 	} key;
 };
 
-/* version 2; version 1 is the same without nonce and echo */
+/* versions 2 and 3 (3: a rail entry's first reserved byte is the member
+ * state); version 1 is the same without nonce and echo */
 struct hmsg {
 	struct hhdr h;
 	uint8_t nonce[8], echo[8];
 	union hbody b;
 };
 
-static int ver = 2;
+static int ver = 3;
 
 static size_t msg_size(void)
 {
