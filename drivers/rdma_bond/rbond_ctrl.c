@@ -268,10 +268,9 @@ static bool rbond_conn_reapable(struct rbond_conn *conn)
 	return conn->state == RBOND_CONN_DEAD && !READ_ONCE(conn->nr_handed);
 }
 
-static void rbond_conn_down_work(struct work_struct *work)
+/* Tear down and unlist unless still needed; the caller holds a ref. */
+static void rbond_conn_down(struct rbond_conn *conn)
 {
-	struct rbond_conn *conn = container_of(work, struct rbond_conn,
-					       down_work);
 	struct rbond_conn *unlisted = NULL;
 
 	rbond_conn_teardown(conn);
@@ -284,7 +283,59 @@ static void rbond_conn_down_work(struct work_struct *work)
 	}
 	mutex_unlock(&rbond_conn_mutex);
 	rbond_conn_put(unlisted);	/* the list's reference */
+}
+
+static void rbond_conn_down_work(struct work_struct *work)
+{
+	struct rbond_conn *conn = container_of(work, struct rbond_conn,
+					       down_work);
+
+	rbond_conn_down(conn);
 	rbond_conn_put(conn);		/* the queued work's */
+}
+
+/* A listed connection whose id is on @dev, with a reference; or NULL. */
+static struct rbond_conn *rbond_ctrl_conn_on(struct ib_device *dev)
+{
+	struct rbond_conn *conn, *found = NULL;
+	unsigned long flags;
+
+	mutex_lock(&rbond_conn_mutex);
+	list_for_each_entry(conn, &rbond_conns, list) {
+		spin_lock_irqsave(&conn->lock, flags);
+		if (conn->id && conn->id->device == dev)
+			found = conn;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		if (found) {
+			rbond_conn_get(found);
+			break;
+		}
+	}
+	mutex_unlock(&rbond_conn_mutex);
+	return found;
+}
+
+/**
+ * rbond_ctrl_remove_device() - a member device is going away
+ * @dev: the device
+ *
+ * Tears down every connection on @dev here, before rdma_cm's own removal
+ * (ib_client removal runs newest client first) would report
+ * DEVICE_REMOVAL: freeing a CQ from the cm handler means flushing its
+ * poll work under rdma_cm's handler_mutex, which the CQ work of the MAD
+ * layer takes the other way round (a lockdep cycle).  DEVICE_REMOVAL in
+ * rbond_ctrl_cm_handler() stays for a connection accepted after this.
+ * Locks: none held.
+ * Context: process context (ib_client remove), sleeps.
+ */
+void rbond_ctrl_remove_device(struct ib_device *dev)
+{
+	struct rbond_conn *conn;
+
+	while ((conn = rbond_ctrl_conn_on(dev))) {
+		rbond_conn_down(conn);
+		rbond_conn_put(conn);
+	}
 }
 
 /*

@@ -11,6 +11,7 @@
 
 #include "rbond.h"
 #include "rbond_mrail.h"
+#include "rbond_ctrl.h"
 
 MODULE_AUTHOR("rdma_bond developers");
 MODULE_DESCRIPTION("RDMA bond: one virtual RoCE device over several rails");
@@ -477,6 +478,7 @@ static void rbond_client_remove(struct ib_device *ibdev, void *client_data)
 		return;
 	}
 
+	rbond_ctrl_remove_device(ibdev);
 	mutex_lock(&rbond_mutex);
 	mutex_lock(&rbond_members_lock);
 	list_for_each_entry_safe(m, tmp, &rbond_members, list) {
