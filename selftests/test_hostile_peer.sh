@@ -10,7 +10,10 @@
 #      negotiates, then sends malformed, truncated, wrong-version, replayed
 #      and forged messages (QP_REQ/RKEY_REQ naming the victim QP from the
 #      wrong QPN, without or with a guessed nonce, RKEY_REQ for a key of
-#      another PD): each ignored or refused as NOENT with no key material;
+#      another PD), FENCEs for the victim's rail 1 with a guessed nonce
+#      (sprayed during its traffic), for rail 200, for the home rail, and
+#      a FENCE_ACK nobody asked for: each ignored or refused as NOENT with
+#      no key material, and no rail of the victim fails over;
 #      the victim pair (progs/rbond_hostile victim, 24 x 1 MiB relaxed
 #      WRITEs + SEND, every byte checked) completes and is striped;
 #   2. an unprivileged process on b (uid nobody) connects to the control
@@ -66,6 +69,7 @@ if [ "$me" = b ]; then
 	pair_put forge_rc "$frc"
 else
 	tx0=$(rail_tx_bytes a1)
+	fenced0=$(dmesg | grep -c 'failed over (peer fenced)')
 	timeout -k 5 300 "$H" victim -d rbond0 -p 18661 -F "$D" -c $COUNT \
 		"$(rail_ip 0 b)" > /tmp/victim.out 2>&1
 	vrc=$?
@@ -76,6 +80,9 @@ else
 	[ "$tx1" -ge $(( (COUNT << 20) / 5 )) ]
 	log_test $? "victim QP striped over both rails despite the forged QP_RSPs"
 	pair_get forge_rc 300 >/dev/null
+	fenced=$(( $(dmesg | grep -c 'failed over (peer fenced)') - fenced0 ))
+	[ "$fenced" -eq 0 ]
+	log_test $? "forged FENCEs failed no rail over ($fenced failovers 'peer fenced')"
 fi
 pair_sync victim_done 300
 

@@ -15,8 +15,9 @@
  *       connects from a privileged port (root), waits for DIR/qpns (written
  *       by the victim server on this host), then sprays forged QP_RSPs at
  *       the victim QP while it negotiates and sends malformed, truncated,
- *       replayed and forged messages; TAP output, exit 0 if every one was
- *       refused without key material.
+ *       replayed and forged messages (also FENCEs that would fail the
+ *       victim's rail 1 over); TAP output, exit 0 if every one was refused
+ *       without key material.
  *   rbond_hostile victim -d DEV -p TCP_PORT -F DIR [-n COUNT] [SERVER]
  *       the victim pair: a relaxed-ordered bond RC QP pair; the client
  *       writes COUNT x 1 MiB to the server and a SEND; the server checks
@@ -43,7 +44,8 @@
 #define CTRL_PORT	18515
 #define CTRL_MAGIC	0x52424e44
 #define NRAILS		4
-enum { QP_REQ = 1, QP_RSP, RKEY_REQ, RKEY_RSP, INVAL, INVAL_ACK };
+enum { QP_REQ = 1, QP_RSP, RKEY_REQ, RKEY_RSP, INVAL, INVAL_ACK, FENCE,
+       FENCE_ACK };
 enum { ST_OK, ST_NOT_READY, ST_NOENT, ST_PERM };
 
 struct hrail {
@@ -68,6 +70,10 @@ union hbody {
 		uint32_t rkey, access, rail_rkey[NRAILS];
 		uint8_t rail_valid, rsvd[3];
 	} key;
+	struct {
+		uint8_t rail, peer_rail, reason, rsvd;
+		uint32_t qpn, peer_qpn;
+	} fence;
 };
 
 /* versions 2 and 3 (3: a rail entry's first reserved byte is the member
@@ -104,6 +110,9 @@ static size_t msg_pack(const struct hmsg *m, uint8_t *out)
 			w.b.qp.rail[i].qpn = htonl(m->b.qp.rail[i].qpn);
 			w.b.qp.rail[i].psn = htonl(m->b.qp.rail[i].psn);
 		}
+	} else if (m->h.type == FENCE || m->h.type == FENCE_ACK) {
+		w.b.fence.qpn = htonl(m->b.fence.qpn);
+		w.b.fence.peer_qpn = htonl(m->b.fence.peer_qpn);
 	} else {
 		w.b.key.rkey = htonl(m->b.key.rkey);
 		w.b.key.access = htonl(m->b.key.access);
@@ -142,6 +151,9 @@ static void msg_unpack(const uint8_t *in, struct hmsg *m)
 			m->b.qp.rail[i].qpn = ntohl(m->b.qp.rail[i].qpn);
 			m->b.qp.rail[i].psn = ntohl(m->b.qp.rail[i].psn);
 		}
+	} else if (m->h.type == FENCE || m->h.type == FENCE_ACK) {
+		m->b.fence.qpn = ntohl(m->b.fence.qpn);
+		m->b.fence.peer_qpn = ntohl(m->b.fence.peer_qpn);
 	} else {
 		m->b.key.rkey = ntohl(m->b.key.rkey);
 		m->b.key.access = ntohl(m->b.key.access);
@@ -598,10 +610,25 @@ static void gid_v4(uint8_t *gid, const char *ip)
 	inet_pton(AF_INET, ip, gid + 12);
 }
 
+/* A FENCE from @src's rail 1 for @dst's rail 1 (members as @dst's QPN). */
+static void fence_msg(struct hmsg *m, uint32_t src, uint32_t dst)
+{
+	int i;
+
+	msg_init(m, FENCE, src, dst);
+	m->b.fence.rail = 1;
+	m->b.fence.peer_rail = 1;
+	m->b.fence.reason = 1;
+	m->b.fence.qpn = src;
+	m->b.fence.peer_qpn = dst;
+	for (i = 0; i < 8; i++)
+		m->echo[i] = rand();
+}
+
 static int do_forge(void)
 {
 	unsigned int qa = 0, qb = 0, rkey = 0, rkey2 = 0, nspray = 0;
-	struct hmsg m, fake;
+	struct hmsg m, fake, ff;
 	uint8_t raw[SLOT];
 	struct cconn c;
 	const char *why;
@@ -651,15 +678,23 @@ static int do_forge(void)
 	fake.b.qp.rail[1].index = 1;
 	for (i = 0; i < 8; i++)
 		fake.echo[i] = rand();
+	/*
+	 * FENCE for the victim's rail 1, naming its member there as the
+	 * victim's own QPN (what a loop or a fresh host most likely gives
+	 * it), with a guessed nonce: taken, the victim fails rail 1 over.
+	 */
+	fence_msg(&ff, qb, qa);
 	file_put(opt.dir, "go", "1\n");
 	while (!file_exists(opt.dir, "traffic_done") && nspray < 20000) {
-		if (cc_send(&c, &fake))
+		if (cc_send(&c, &fake) || cc_send(&c, &ff))
 			break;
 		nspray++;
+		for (i = 0; i < 8; i++)
+			ff.echo[i] = rand();
 		cc_drain(&c);
 		usleep(5000);
 	}
-	tap_ok(nspray > 0, "%u forged QP_RSPs for the victim QP sent while it negotiated and ran",
+	tap_ok(nspray > 0, "%u forged QP_RSPs and FENCEs for the victim QP sent while it negotiated and ran",
 	       nspray);
 	cc_drain(&c);
 
@@ -694,6 +729,22 @@ static int do_forge(void)
 	msg_init(&m, INVAL_ACK, qb, qa);
 	len = msg_pack(&m, raw);
 	expect_silence(&c, raw, len, "unsolicited INVAL_ACK");
+	fence_msg(&m, qb, qa);
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len,
+		       "FENCE for the victim's rail 1 without its nonce");
+	m.b.fence.peer_rail = 200;
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len, "FENCE naming rail 200");
+	fence_msg(&m, qb, qa);
+	m.b.fence.peer_rail = 0;
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len, "FENCE for the victim's home rail");
+	fence_msg(&m, qb, qa);
+	m.h.type = FENCE_ACK;
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len,
+		       "FENCE_ACK on a connection the victim did not open");
 
 	/* forged: naming real QPs */
 	msg_init(&m, QP_REQ, qb, 0xfffff1);
