@@ -32,7 +32,10 @@ prov_cs_r1() {	# same on rail 1
 prov_cs_r1 /tmp/v1 -n 16 -e -R -u "$RBOND_QP_TIMEOUT"
 log_test $? "rbond_verify -e -R rxe_a1 -> rxe_b1"
 
-timeout -k 5 300 "$PROGS/rbond_badinput" -d rxe_a0 -D rxe_b0 -u "$RBOND_QP_TIMEOUT" >/tmp/bi 2>&1
+# plain rxe is the reference: any error status for a failing WQE (its
+# wr_id and the flush after it still checked), the one it gives recorded
+timeout -k 5 300 "$PROGS/rbond_badinput" -d rxe_a0 -D rxe_b0 -W /tmp/bi.native \
+	-u "$RBOND_QP_TIMEOUT" >/tmp/bi 2>&1
 rc=$?
 grep '^not ok' /tmp/bi | sed 's/^/#   /'
 log_test $rc "rbond_badinput on rxe_a0 ($(tail -n 1 /tmp/bi | sed 's/^# //'))"
