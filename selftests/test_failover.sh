@@ -30,12 +30,7 @@
 #   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0,1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/progs/lib_provider.sh"
-prov_require
-require_cmd ib_write_bw
-prov_up both
-
-P=/sys/module/rdma_bond/parameters
-echo 1 > $P/multirail || fail "cannot enable multirail"
+prov_mrail
 RATE=${FO_RATE:-40mbit}
 N=${FO_N:-24}			# 1 MiB chunks per rbond_verify phase
 stat() { awk -v k="$1" '$1 == k { print $2 }' $P/mrail_stats; }

@@ -30,6 +30,13 @@ void tap_ok(bool ok, const char *fmt, ...)
 	fflush(stdout);
 }
 
+int tap_end(void)
+{
+	printf("1..%d\n# %d failed, %d skipped\n", tap_n, tap_failed,
+	       tap_skipped);
+	return tap_failed || tap_n == 0 ? 1 : 0;
+}
+
 void tap_skip(const char *fmt, ...)
 {
 	va_list ap;
@@ -300,6 +307,20 @@ int tcp_connect(const char *server, int port, int timeout_ms)
 	s = accept(l, NULL, NULL);
 	close(l);
 	return s;
+}
+
+int tcp_begin(const char *server, int port, struct dev *d, struct ibv_qp *qp,
+	      struct qp_info *me, struct qp_wire *w)
+{
+	int sock = tcp_connect(server, port, 20000);
+
+	if (sock < 0) {
+		tap_ok(false, "TCP handshake");
+		return -1;
+	}
+	qp_local_info(d, qp, (getpid() * 2654435761u) & 0xffffff, me);
+	qp_wire_pack(w, me);
+	return sock;
 }
 
 int xfer(int sock, const void *out, void *in, size_t len)

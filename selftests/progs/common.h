@@ -13,6 +13,8 @@
 /* TAP-like output */
 extern int tap_n, tap_failed, tap_skipped;
 void tap_ok(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the TAP plan and summary; exit status: 1 if a check failed or none ran */
+int tap_end(void);
 void tap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -92,6 +94,13 @@ long pat_check(const void *buf, size_t len, uint32_t seed, uint64_t off);
  * socket or -1.
  */
 int tcp_connect(const char *server, int port, int timeout_ms);
+/*
+ * tcp_connect() with the usual 20 s, then @me = @qp's local info (a
+ * per-process initial PSN) packed into @w (the caller zeroed the message
+ * @w is the head of).  Returns the socket, or -1 after a failed TAP check.
+ */
+int tcp_begin(const char *server, int port, struct dev *d, struct ibv_qp *qp,
+	      struct qp_info *me, struct qp_wire *w);
 /* Send len bytes of out, then receive len bytes into in; 0 or -1. */
 int xfer(int sock, const void *out, void *in, size_t len);
 /* Exchange one status byte: true only if both sides are ok. */

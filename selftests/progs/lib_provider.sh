@@ -29,6 +29,15 @@ prov_bond() {
 	_wait_gid "$1" || { log "$1 has no IPv4 GID at index 1"; return 1; }
 }
 
+# prov_mrail: prov_up both, multi-rail striping on; P = the module's parameters
+prov_mrail() {
+	prov_require
+	require_cmd ib_write_bw
+	prov_up both
+	P=/sys/module/rdma_bond/parameters
+	echo 1 > $P/multirail || fail "cannot enable multirail"
+}
+
 prov_up() {	# prov_up [both|a]: topology, module, bonds
 	topo_up || fail "topology"
 	rbond_install || fail "cannot install the module into the guest"
