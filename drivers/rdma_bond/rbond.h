@@ -197,6 +197,7 @@ struct rbond_cq {
 	u8 notify;			/* IB_CQ_{NEXT_COMP,SOLICITED} or 0 */
 	bool overflow;
 	bool kicked;			/* ring grew outside the tasklet */
+	bool owed;			/* poll_cq took an armed CQ's: notify */
 	u8 poll_first;			/* member the tasklet polls first */
 	/* WQEs multi-rail QPs may have outstanding on a rail (bond->lock) */
 	u32 mrail_wr;
@@ -407,6 +408,8 @@ bool rbond_cq_push(struct rbond_cq *cq, const struct ib_wc *wc);
 void rbond_cq_clean_qp(struct rbond_cq *cq, struct rbond_qp *qp);
 void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail);
 void rbond_cq_notify(struct rbond_cq *cq, bool notify, bool overflow);
+void rbond_cq_unlock_notify(struct rbond_cq *cq, bool added,
+			    unsigned long flags);
 void rbond_cq_kick(struct rbond_cq *cq);
 int rbond_cq_fit(struct rbond_cq *cq);
 

@@ -190,7 +190,7 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail,
 			 enum ib_wc_status status)
 {
 	struct rbond_cq *cq = qp->scq;
-	bool added = false, found = false, notify, overflow;
+	bool added = false, found = false;
 	unsigned long flags;
 	u32 s;
 
@@ -217,13 +217,7 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail,
 		added = rbond_qp_deliver(qp);
 	}
 	spin_unlock(&qp->sq_lock);
-	notify = added && cq->notify;
-	if (notify)
-		cq->notify = 0;
-	overflow = cq->overflow;
-	cq->overflow = false;
-	spin_unlock_irqrestore(&cq->lock, flags);
-	rbond_cq_notify(cq, notify, overflow);
+	rbond_cq_unlock_notify(cq, added, flags);
 }
 
 /**
@@ -246,8 +240,8 @@ int rbond_qp_replay_rail(struct rbond_qp *qp, unsigned int rail, bool force,
 			 u64 *bytes)
 {
 	struct rbond_cq *cq = qp->scq;
-	bool added, notify, overflow;
 	unsigned long flags;
+	bool added;
 	int n = 0;
 	u32 s;
 
@@ -275,13 +269,7 @@ int rbond_qp_replay_rail(struct rbond_qp *qp, unsigned int rail, bool force,
 	qp->fo_rails &= ~BIT(rail);
 	added = rbond_qp_deliver(qp);
 	spin_unlock(&qp->sq_lock);
-	notify = added && cq->notify;
-	if (notify)
-		cq->notify = 0;
-	overflow = cq->overflow;
-	cq->overflow = false;
-	spin_unlock_irqrestore(&cq->lock, flags);
-	rbond_cq_notify(cq, notify, overflow);
+	rbond_cq_unlock_notify(cq, added, flags);
 	return n;
 }
 

@@ -9,8 +9,11 @@
  * deadlock.  The tasklet (softirq) polls the members, translates each
  * completion through the owning bond QP's shadow queues (application wr_id,
  * posting order, bond QP) and pushes it to the ring under cq->lock; it then
- * calls the bond CQ's comp_handler if it was armed.  poll_cq and
- * req_notify_cq only touch the ring: nothing here sleeps.
+ * calls the bond CQ's comp_handler if it was armed.  poll_cq does the same
+ * polling itself when the ring holds fewer completions than asked for, so a
+ * busy-polling consumer does not wait for the tasklet (the notification an
+ * armed consumer is owed is still the tasklet's); req_notify_cq only
+ * touches the ring: nothing here sleeps.
  */
 #include "rbond.h"
 
@@ -85,10 +88,35 @@ void rbond_cq_kick(struct rbond_cq *cq)
 	tasklet_schedule(&cq->poll_task);
 }
 
+/**
+ * rbond_cq_unlock_notify() - release the CQ's lock, then notify its consumer
+ * @cq: the bond CQ; cq->lock held, taken with spin_lock_irqsave(@flags)
+ * @added: completions were added to the ring: notify the consumer if it
+ *	armed the CQ (which disarms it)
+ * @flags: the interrupt state saved when cq->lock was taken
+ *
+ * Also delivers a notification poll_cq owed the consumer, and reports an
+ * overflow.  The consumer is called without cq->lock.
+ */
+void rbond_cq_unlock_notify(struct rbond_cq *cq, bool added,
+			    unsigned long flags)
+{
+	bool notify = added && cq->notify, overflow = cq->overflow;
+
+	lockdep_assert_held(&cq->lock);
+	if (notify)
+		cq->notify = 0;
+	notify |= cq->owed;
+	cq->owed = false;
+	cq->overflow = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	rbond_cq_notify(cq, notify, overflow);
+}
+
 /*
  * Poll one member CQ empty and re-arm it, or stop (not armed) once *budget
  * completions were processed.  Caller holds cq->lock.  Returns true when
- * the bond CQ's consumer must be notified.
+ * completions were added to the ring.
  */
 static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
 					unsigned int rail, int *budget)
@@ -112,42 +140,44 @@ static bool rbond_cq_poll_member_locked(struct rbond_cq *cq,
 	} while (*budget > 0 &&
 		 ib_req_notify_cq(mcq, IB_CQ_NEXT_COMP |
 				  IB_CQ_REPORT_MISSED_EVENTS) > 0);
+	return added;
+}
 
-	if (added && cq->notify) {
-		cq->notify = 0;
-		return true;
+/*
+ * Poll the member CQs, from a rotating first one (a busy member cannot
+ * starve the rest), until *budget completions were processed.  Caller holds
+ * cq->lock.  Returns true when completions were added to the ring.
+ */
+static bool rbond_cq_poll_members_locked(struct rbond_cq *cq, int *budget)
+{
+	bool added = false;
+	unsigned int i, k;
+
+	lockdep_assert_held(&cq->lock);
+	for (k = 0; k < RBOND_MAX_RAILS && *budget > 0; k++) {
+		i = (cq->poll_first + k) % RBOND_MAX_RAILS;
+		if (cq->member[i])
+			added |= rbond_cq_poll_member_locked(cq, i, budget);
 	}
-	return false;
+	cq->poll_first = (cq->poll_first + 1) % RBOND_MAX_RAILS;
+	return added;
 }
 
 /* Softirq: poll every member CQ (cheap when empty). */
 static void rbond_cq_poll_task(struct tasklet_struct *t)
 {
 	struct rbond_cq *cq = from_tasklet(cq, t, poll_task);
-	bool notify = false, overflow;
 	int budget = RBOND_POLL_BUDGET;
 	unsigned long flags;
-	unsigned int i, k;
+	bool added;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	/* from a rotating first member: a busy one cannot starve the rest */
-	for (k = 0; k < RBOND_MAX_RAILS && budget > 0; k++) {
-		i = (cq->poll_first + k) % RBOND_MAX_RAILS;
-		if (cq->member[i])
-			notify |= rbond_cq_poll_member_locked(cq, i, &budget);
-	}
-	cq->poll_first = (cq->poll_first + 1) % RBOND_MAX_RAILS;
+	added = rbond_cq_poll_members_locked(cq, &budget);
 	if (budget <= 0)
 		tasklet_schedule(&cq->poll_task);	/* more to do */
-	if (cq->kicked && cq->notify && cq->head != cq->tail) {
-		cq->notify = 0;
-		notify = true;
-	}
+	added |= cq->kicked && cq->head != cq->tail;
 	cq->kicked = false;
-	overflow = cq->overflow;
-	cq->overflow = false;
-	spin_unlock_irqrestore(&cq->lock, flags);
-	rbond_cq_notify(cq, notify, overflow);
+	rbond_cq_unlock_notify(cq, added, flags);
 }
 
 /* Any context, possibly under the member's CQ lock: defer. */
@@ -179,16 +209,13 @@ void rbond_cq_drain_member(struct rbond_cq *cq, unsigned int rail)
 {
 	int budget = INT_MAX;	/* all of it: the member QP is gone */
 	unsigned long flags;
-	bool notify, overflow;
+	bool added;
 
 	if (!cq->member[rail])
 		return;
 	spin_lock_irqsave(&cq->lock, flags);
-	notify = rbond_cq_poll_member_locked(cq, rail, &budget);
-	overflow = cq->overflow;
-	cq->overflow = false;
-	spin_unlock_irqrestore(&cq->lock, flags);
-	rbond_cq_notify(cq, notify, overflow);
+	added = rbond_cq_poll_member_locked(cq, rail, &budget);
+	rbond_cq_unlock_notify(cq, added, flags);
 }
 
 /**
@@ -363,13 +390,27 @@ void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail)
 	ib_destroy_cq(mcq);
 }
 
+/*
+ * With fewer completions in the ring than asked for, poll_cq takes what the
+ * members hold now itself (a busy-polling consumer does not wait for the
+ * tasklet); the notification that owes an armed consumer is left to the
+ * tasklet, never made from inside poll_cq.
+ */
 int rbond_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct rbond_cq *cq = to_rbond_cq(ibcq);
+	int budget = RBOND_POLL_BUDGET;
 	unsigned long flags;
 	int n = 0;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	if (rbond_cq_count(cq) < num_entries &&
+	    rbond_cq_poll_members_locked(cq, &budget) && cq->notify) {
+		cq->notify = 0;
+		cq->owed = true;
+	}
+	if (cq->owed || cq->overflow)
+		tasklet_schedule(&cq->poll_task);	/* reports them */
 	while (n < num_entries && cq->tail != cq->head) {
 		wc[n++] = cq->ring[cq->tail & (cq->size - 1)];
 		cq->tail++;
