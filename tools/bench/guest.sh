@@ -12,7 +12,8 @@
 #   guest.sh OUT RATES REPS PLAN POLICIES
 #   RATES: per-rail Mbit/s, comma separated ("50,50" or "100,50")
 #   PLAN: "main" (table), "unequal" (1 and 8 QPs), "sweep" (size and QP
-#         sweeps), "demo" (short), "check" (the hardest points, once)
+#         sweeps), "four" (1 and 8 QPs, for four rails), "demo" (short),
+#         "check" (the hardest points, once)
 # Environment: BENCH_SECS (seconds of data per point at the expected rate),
 # RBOND_MULTIRAIL (default 1: the bonds negotiate their extra rails).
 set -u
@@ -155,6 +156,11 @@ run_cfg() {	# run_cfg CONFIG: every measurement of the plan for one config
 			done
 			for qps in 2 4; do
 				one_bw "$cfg" "$da" "$db" "$ip" write "$qps" 1048576 "$rep" "$exp"
+			done ;;
+		four)	# four rails (equal or not): one QP and eight, 1 MiB
+			for w in "write 1 1048576" "write 8 1048576"; do
+				read -r op qps size <<< "$w"
+				one_bw "$cfg" "$da" "$db" "$ip" "$op" "$qps" "$size" "$rep" "$exp"
 			done ;;
 		demo)
 			one_bw "$cfg" "$da" "$db" "$ip" write 1 65536 "$rep" "$exp" ;;

@@ -7,7 +7,10 @@
 #
 #   tools/bench/run.sh [--rate MBIT] [--unequal A,B] [--reps N] [--secs S]
 #                      [--policies "adaptive round-robin ..."] [--no-sweep]
-#                      [--single-rail] [--out DIR]
+#                      [--no-four] [--single-rail] [--out DIR]
+#
+# Four rails (unless --no-four): 4 x MBIT and MBIT,MBIT,MBIT/2,MBIT/2, one
+# QP and eight, the first policy.
 #
 # --single-rail leaves the module's multirail parameter at 0 (the bond then
 # runs every QP on its home rail: the overhead baseline).
@@ -17,7 +20,7 @@
 # count); kernel version, rates and settings are recorded in results.md.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-rate=40 unequal=50,25 reps=2 sweep=1 out= multirail=1 secs=${BENCH_SECS:-4}
+rate=40 unequal=50,25 reps=2 sweep=1 four=1 out= multirail=1 secs=${BENCH_SECS:-4}
 policies="adaptive round-robin weighted active-backup qp-hash"
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -26,10 +29,11 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--policies) policies=$2; shift 2 ;;
 	--no-sweep) sweep=0; shift ;;
+	--no-four) four=0; shift ;;
 	--single-rail) multirail=0; shift ;;
 	--secs) secs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) sed -n '3,18p' "$0"; exit 2 ;;
+	*) sed -n '3,21p' "$0"; exit 2 ;;
 	esac
 done
 out=${out:-results/$(date +%Y%m%d-%H%M%S)}
@@ -51,6 +55,10 @@ upol=${policies%% *}
 case " $policies " in *" round-robin "*) [ "$upol" = round-robin ] || upol="$upol round-robin" ;; esac
 [ -n "$unequal" ] && guest "$unequal" unequal "$reps" "$upol"
 [ "$sweep" = 1 ] && guest "$rate,$rate" sweep 1 "${policies%% *}"
+if [ "$four" = 1 ]; then
+	guest "$rate,$rate,$rate,$rate" four "$reps" "${policies%% *}"
+	guest "$rate,$rate,$((rate / 2)),$((rate / 2))" four "$reps" "${policies%% *}"
+fi
 
 {
 	echo "kernel: $(tools/default-kver.sh) (qemu TCG guest, loop topology)"
