@@ -57,7 +57,8 @@
 #define RBOND_MAX_MSG_SZ	0x80000000ULL
 #define RBOND_MAX_CQE		(64 * 1024 - 1)
 #define RBOND_MAX_QP_WR		(16 * 1024)
-#define RBOND_QP_ID_MAX		0x7fffffff
+/* qp_xa and srq_xa ids: 30 bits (the member wr_id carries one) */
+#define RBOND_QP_ID_MAX		0x3fffffff
 /*
  * A multi-rail QP's member send queues (and the shadow queue) hold this
  * many WQEs per WQE granted: room for the chunks of split WQEs.
@@ -69,9 +70,14 @@
 /* node GUID: the first rail's with the locally administered bit flipped */
 #define RBOND_GUID_LOCAL_BIT	0x0200000000000000ULL
 
-/* Member wr_id: qp id (31 bits) | recv flag (bit 32) | sequence (32 bits). */
+/*
+ * Member wr_id: SRQ flag (bit 63) | qp or srq id (30 bits) | recv flag
+ * (bit 32) | sequence or SRQ slot (32 bits).
+ */
+#define RBOND_WRID_SRQ		BIT_ULL(63)
 #define RBOND_WRID_RECV		BIT_ULL(32)
 #define RBOND_WRID_ID_SHIFT	33
+#define RBOND_WRID_ID_MASK	0x3fffffff
 
 enum rbond_rail_stat {
 	RBOND_STAT_TX_WQES,
@@ -146,6 +152,8 @@ struct rbond_dev {
 	struct list_head qps;
 	struct xarray qp_xa;		/* qp id -> rbond_qp (RCU/cq lock) */
 	u32 next_qp_id;
+	struct xarray srq_xa;		/* srq id -> rbond_srq */
+	u32 next_srq_id;
 
 	/* tunables (rbond_options.c), READ_ONCE */
 	u32 policy;			/* enum rbond_policy */
@@ -239,6 +247,28 @@ struct rbond_swqe {
 
 struct rbond_wqe;
 
+/*
+ * A shared receive queue: one member SRQ, on the rail that was primary at
+ * creation (rail); the QPs attached to it have that rail as their home,
+ * where every SEND and WRITE_WITH_IMM arrives.  Slots hold the
+ * application's wr_id of each posted receive until its completion.
+ */
+struct rbond_srq {
+	struct ib_srq ibsrq;
+	struct rbond_pd *pd;
+	u32 id;				/* srq_xa index */
+	unsigned int rail;
+	struct ib_srq *member;		/* NULL once its rail is gone */
+	u32 max_wr;			/* granted (the member's) */
+	u32 max_sge;			/* granted (as asked) */
+	spinlock_t lock;		/* slots, qps, member */
+	u64 *wr_id;			/* per slot */
+	unsigned long *used;		/* slot bitmap */
+	u32 *free;			/* stack of free slots */
+	u32 nfree;
+	struct list_head qps;		/* attached rbond_qp.srq_list */
+};
+
 struct rbond_qp {
 	struct ib_qp ibqp;
 	struct list_head list;		/* rbond_dev.qps */
@@ -246,6 +276,8 @@ struct rbond_qp {
 	struct rbond_pd *pd;
 	struct rbond_cq *scq;
 	struct rbond_cq *rcq;
+	struct rbond_srq *srq;		/* receives from it, or NULL */
+	struct list_head srq_list;	/* rbond_srq.qps (srq->lock) */
 	unsigned int home;		/* home rail */
 	bool user;
 	bool sig_all;
@@ -323,6 +355,11 @@ static inline struct rbond_cq *to_rbond_cq(struct ib_cq *ibcq)
 static inline struct rbond_qp *to_rbond_qp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct rbond_qp, ibqp);
+}
+
+static inline struct rbond_srq *to_rbond_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct rbond_srq, ibsrq);
 }
 
 static inline struct rbond_ah *to_rbond_ah(struct ib_ah *ibah)
@@ -421,6 +458,21 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		   int attr_mask, struct ib_qp_init_attr *init_attr);
 int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+/* rbond_srq.c */
+int rbond_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int rbond_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int rbond_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int rbond_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int rbond_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+void rbond_srq_attach(struct rbond_srq *srq, struct rbond_qp *qp);
+void rbond_srq_detach(struct rbond_qp *qp);
+void rbond_srq_remove_rail(struct rbond_srq *srq, unsigned int rail);
+bool rbond_srq_recv_wc(struct rbond_dev *bond, struct rbond_cq *cq,
+		       unsigned int rail, const struct ib_wc *mwc);
 int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail);

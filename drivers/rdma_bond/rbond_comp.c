@@ -416,6 +416,8 @@ bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 	struct rbond_qp *qp;
 
 	lockdep_assert_held(&cq->lock);
+	if (mwc->wr_id & RBOND_WRID_SRQ)
+		return rbond_srq_recv_wc(bond, cq, rail, mwc);
 	qp = xa_load(&bond->qp_xa, id);
 	if (!qp)
 		return false;	/* QP being destroyed */

@@ -54,6 +54,9 @@ static bool rbond_dev_calc_attr(const struct rbond_dev *bond,
 			a->max_res_rd_atom = m->max_res_rd_atom;
 			a->atomic_cap = m->atomic_cap;
 			a->max_ah = m->max_ah;
+			a->max_srq = m->max_srq;
+			a->max_srq_wr = min_t(int, m->max_srq_wr, RBOND_MAX_QP_WR);
+			a->max_srq_sge = min_t(int, m->max_srq_sge, RBOND_MAX_SGE);
 			a->local_ca_ack_delay = m->local_ca_ack_delay;
 			a->device_cap_flags = m->device_cap_flags;
 			first = false;
@@ -75,6 +78,9 @@ static bool rbond_dev_calc_attr(const struct rbond_dev *bond,
 		a->max_qp_init_rd_atom = min(a->max_qp_init_rd_atom, m->max_qp_init_rd_atom);
 		a->max_res_rd_atom = min(a->max_res_rd_atom, m->max_res_rd_atom);
 		a->max_ah = min(a->max_ah, m->max_ah);
+		a->max_srq = min(a->max_srq, m->max_srq);
+		a->max_srq_wr = min(a->max_srq_wr, m->max_srq_wr);
+		a->max_srq_sge = min(a->max_srq_sge, m->max_srq_sge);
 		if (m->atomic_cap < a->atomic_cap)
 			a->atomic_cap = m->atomic_cap;
 		a->local_ca_ack_delay = max(a->local_ca_ack_delay,
@@ -91,7 +97,6 @@ static bool rbond_dev_calc_attr(const struct rbond_dev *bond,
 	a->max_pkeys = 1;
 	a->sys_image_guid = bond->ibdev.node_guid;
 	a->vendor_id = 0;
-	a->max_srq = 0;
 	a->max_mw = 0;
 	a->max_fast_reg_page_list_len = 0;
 	a->max_mcast_grp = 0;
@@ -627,6 +632,7 @@ static const struct ib_device_ops rbond_dev_ops = {
 	.create_ah = rbond_create_ah,
 	.create_cq = rbond_create_cq,
 	.create_qp = rbond_create_qp,
+	.create_srq = rbond_create_srq,
 	.create_user_ah = rbond_create_ah,
 	.dealloc_driver = rbond_dealloc_driver,
 	.dealloc_pd = rbond_dealloc_pd,
@@ -636,6 +642,7 @@ static const struct ib_device_ops rbond_dev_ops = {
 	.destroy_ah = rbond_destroy_ah,
 	.destroy_cq = rbond_destroy_cq,
 	.destroy_qp = rbond_destroy_qp,
+	.destroy_srq = rbond_destroy_srq,
 	.disassociate_ucontext = rbond_disassociate_ucontext,
 	.fill_res_qp_entry = rbond_fill_res_qp_entry,
 	.get_dev_fw_str = rbond_get_dev_fw_str,
@@ -644,14 +651,17 @@ static const struct ib_device_ops rbond_dev_ops = {
 	.get_link_layer = rbond_get_link_layer,
 	.get_port_immutable = rbond_get_port_immutable,
 	.modify_qp = rbond_modify_qp,
+	.modify_srq = rbond_modify_srq,
 	.poll_cq = rbond_poll_cq,
 	.post_recv = rbond_post_recv,
 	.post_send = rbond_post_send,
+	.post_srq_recv = rbond_post_srq_recv,
 	.query_ah = rbond_query_ah,
 	.query_device = rbond_query_device,
 	.query_pkey = rbond_query_pkey,
 	.query_port = rbond_query_port,
 	.query_qp = rbond_query_qp,
+	.query_srq = rbond_query_srq,
 	.reg_user_mr = rbond_reg_user_mr,
 	.req_notify_cq = rbond_req_notify_cq,
 
@@ -659,6 +669,7 @@ static const struct ib_device_ops rbond_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, rbond_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, rbond_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rbond_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, rbond_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rbond_ucontext, ibuc),
 };
 
@@ -687,6 +698,7 @@ struct rbond_dev *rbond_dev_alloc(void)
 	INIT_LIST_HEAD(&bond->cqs);
 	INIT_LIST_HEAD(&bond->qps);
 	xa_init_flags(&bond->qp_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&bond->srq_xa, XA_FLAGS_ALLOC1);
 	bond->gid_tbl_len = RBOND_GID_TBL_LEN;
 
 	bond->ibdev.node_type = RDMA_NODE_IB_CA;
@@ -698,6 +710,7 @@ struct rbond_dev *rbond_dev_alloc(void)
 	bond->ibdev.uverbs_cmd_mask |=
 		BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 		BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+		BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV) |
 		BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
 		BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	ib_set_device_ops(&bond->ibdev, &rbond_dev_ops);

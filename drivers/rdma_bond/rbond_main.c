@@ -236,6 +236,8 @@ static void rbond_rail_release(struct rbond_dev *bond, unsigned int i)
  */
 static void rbond_remove_rail(struct rbond_dev *bond, unsigned int i)
 {
+	struct rbond_srq *srq;
+	unsigned long idx;
 	struct rbond_qp *qp;
 	struct rbond_mr *mr;
 	struct rbond_cq *cq;
@@ -248,6 +250,8 @@ static void rbond_remove_rail(struct rbond_dev *bond, unsigned int i)
 		 dev_name(&bond->rails[i].ibdev->dev));
 	list_for_each_entry(qp, &bond->qps, list)
 		rbond_qp_remove_rail(qp, i);
+	xa_for_each(&bond->srq_xa, idx, srq)
+		rbond_srq_remove_rail(srq, i);
 	list_for_each_entry(mr, &bond->mrs, list)
 		rbond_mr_remove_rail(mr, i);
 	list_for_each_entry(cq, &bond->cqs, list)
@@ -310,6 +314,7 @@ void rbond_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON_ONCE(!list_empty(&bond->qps) || !list_empty(&bond->cqs) ||
 		     !list_empty(&bond->mrs) || !list_empty(&bond->pds));
 	xa_destroy(&bond->qp_xa);
+	xa_destroy(&bond->srq_xa);
 	mutex_destroy(&bond->lock);
 }
 

@@ -849,6 +849,10 @@ int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
+	if (qp->srq) {	/* its receives come from the SRQ */
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	for (; wr; wr = wr->next) {
 		spin_lock_irqsave(&qp->rq_post_lock, flags);
 		ret = rbond_post_one_recv(qp, wr);

@@ -39,19 +39,20 @@ static int rbond_qp_check_init(struct rbond_dev *bond,
 			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->xrcd || init->rwq_ind_tbl ||
-	    init->create_flags) {
-		ibdev_dbg(&bond->ibdev, "SRQ/XRC/RSS/create_flags unsupported\n");
+	if (init->xrcd || init->rwq_ind_tbl || init->create_flags) {
+		ibdev_dbg(&bond->ibdev, "XRC/RSS/create_flags unsupported\n");
 		return -EOPNOTSUPP;
 	}
+	if (init->srq && init->srq->device != &bond->ibdev)
+		return -EINVAL;
 	if (!init->send_cq || !init->recv_cq ||
 	    init->send_cq->device != &bond->ibdev ||
 	    init->recv_cq->device != &bond->ibdev)
 		return -EINVAL;
 	if (init->cap.max_send_wr > a->max_qp_wr ||
-	    init->cap.max_recv_wr > a->max_qp_wr ||
+	    (!init->srq && init->cap.max_recv_wr > a->max_qp_wr) ||
 	    init->cap.max_send_sge > a->max_send_sge ||
-	    init->cap.max_recv_sge > a->max_recv_sge ||
+	    (!init->srq && init->cap.max_recv_sge > a->max_recv_sge) ||
 	    init->cap.max_inline_data > RBOND_MAX_INLINE) {
 		ibdev_dbg(&bond->ibdev, "QP caps exceed device limits\n");
 		return -EINVAL;
@@ -66,6 +67,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	struct rbond_pd *pd = to_rbond_pd(ibqp->pd);
 	struct ib_qp_init_attr mattr;
+	struct rbond_srq *srq = NULL;
 	struct rbond_cq *scq, *rcq;
 	struct ib_qp *member;
 	unsigned int home;
@@ -88,14 +90,19 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->user = !!udata;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
+	INIT_LIST_HEAD(&qp->srq_list);
+	if (init->srq)
+		srq = to_rbond_srq(init->srq);
 
 	mutex_lock(&bond->lock);
 	if (!bond->num_rails) {
 		ret = -ENODEV;
 		goto err_unlock;
 	}
-	home = bond->primary;
-	if (!pd->member[home] || !scq->member[home] || !rcq->member[home]) {
+	/* a QP on an SRQ is at home where the SRQ's receives are */
+	home = srq ? srq->rail : bond->primary;
+	if ((srq && !srq->member) || !pd->member[home] ||
+	    !scq->member[home] || !rcq->member[home]) {
 		/* PD or CQ older than the current primary rail. */
 		ibdev_dbg(&bond->ibdev, "PD/CQ has no member on rail %u\n",
 			  home);
@@ -110,6 +117,11 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mattr.qp_context = qp;
 	mattr.event_handler = rbond_qp_member_event;
 	mattr.port_num = bond->rails[home].port;
+	if (srq) {
+		mattr.srq = srq->member;
+		mattr.cap.max_recv_wr = 0;
+		mattr.cap.max_recv_sge = 0;
+	}
 	/* The core sets up rdma_rw contexts for the bond QP, not the member. */
 	mattr.cap.max_rdma_ctxs = 0;
 	/* Multi-rail: room for chunks of split WQEs next to the app's. */
@@ -133,7 +145,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	 * member's, which the shadow queues enforce.
 	 */
 	qp->cap.max_send_sge = init->cap.max_send_sge;
-	qp->cap.max_recv_sge = init->cap.max_recv_sge;
+	qp->cap.max_recv_sge = srq ? 0 : init->cap.max_recv_sge;
 	qp->cap.max_inline_data = init->cap.max_inline_data;
 	qp->cap.max_send_wr = mattr.cap.max_send_wr;
 	qp->cap.max_recv_wr = mattr.cap.max_recv_wr;
@@ -166,6 +178,8 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->s.rails_up = BIT(home);
 	init->cap = qp->cap;
 	list_add_tail(&qp->list, &bond->qps);
+	if (srq)
+		rbond_srq_attach(srq, qp);
 	mutex_unlock(&bond->lock);
 	rbond_mrail_qp_create(qp);
 	return 0;
@@ -280,6 +294,7 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mutex_lock(&bond->lock);
 	/* From here completions still in member CQs are dropped. */
 	xa_erase(&bond->qp_xa, qp->id);
+	rbond_srq_detach(qp);
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		rbond_qp_destroy_member(qp, i);
 	list_del(&qp->list);

@@ -360,9 +360,114 @@ static void t_create_limits(void)
 	ibv_destroy_cq(cq);
 }
 
-static void t_unsupported(void)
+/* SRQ: the limits granted, post-time checks, attach rules. */
+static void t_srq(void)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_recv_wr wr = {}, *bad;
+	struct ibv_sge sge[2] = {};
+	struct ibv_srq_attr qa = {};
+	struct ibv_qp_init_attr ia = {};
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	uint32_t i, n;
+	int e;
+
+	if (!bond_only("SRQ limits and post-time checks as the bond grants them"))
+		return;
+	sa.attr.max_wr = da.max_srq_wr + 1;
+	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
+	if (srq)
+		ibv_destroy_srq(srq);
+	expect_err(e, EINVAL, "create SRQ with max_wr = max_srq_wr + 1");
+	sa.attr.max_wr = 4;
+	sa.attr.max_sge = da.max_srq_sge + 1;
+	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
+	if (srq)
+		ibv_destroy_srq(srq);
+	expect_err(e, EINVAL, "create SRQ with max_sge = max_srq_sge + 1");
+	sa.attr.max_sge = 1;
+	sa.attr.max_wr = 0;
+	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
+	if (srq)
+		ibv_destroy_srq(srq);
+	expect_err(e, EINVAL, "create SRQ with max_wr 0");
+	sa.attr.max_wr = 4;
+	sa.attr.srq_limit = 5;
+	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
+	if (srq)
+		ibv_destroy_srq(srq);
+	expect_err(e, EINVAL, "create SRQ with srq_limit > max_wr");
+	sa.attr.srq_limit = 0;
+	srq = ibv_create_srq(d.pd, &sa);
+	if (!srq) {
+		tap_ok(false, "create SRQ max_wr 4 max_sge 1: %s", strerror(errno));
+		return;
+	}
+	n = sa.attr.max_wr;
+	tap_ok(n >= 4 && n <= (uint32_t)da.max_srq_wr && sa.attr.max_sge == 1,
+	       "create SRQ: granted max_wr %u, max_sge %u", n, sa.attr.max_sge);
+
+	sge[0].addr = (uintptr_t)lb;
+	sge[0].length = 64;
+	sge[0].lkey = lm->lkey;
+	sge[1] = sge[0];
+	wr.sg_list = sge;
+	wr.num_sge = 2;
+	expect_err(ibv_post_srq_recv(srq, &wr, &bad), EINVAL,
+		   "post SRQ receive with 2 SGEs (1 granted)");
+	wr.num_sge = 1;
+	sge[0].lkey = lm->lkey ^ 0x5a5a00;
+	expect_err(ibv_post_srq_recv(srq, &wr, &bad), EINVAL,
+		   "post SRQ receive with an invalid lkey");
+	sge[0].lkey = lm->lkey;
+	for (i = 0, e = 0; i < n && !e; i++) {
+		wr.wr_id = i;
+		e = ibv_post_srq_recv(srq, &wr, &bad);
+	}
+	tap_ok(!e && i == n, "post exactly the granted %u SRQ receives (%u ok)",
+	       n, e ? i - 1 : i);
+	expect_err(ibv_post_srq_recv(srq, &wr, &bad), ENOMEM,
+		   "post one SRQ receive more than granted");
+
+	qa.max_wr = 2 * n;
+	expect_err(ibv_modify_srq(srq, &qa, IBV_SRQ_MAX_WR), EOPNOTSUPP,
+		   "resize SRQ (not supported)");
+	qa.srq_limit = n + 1;
+	expect_err(ibv_modify_srq(srq, &qa, IBV_SRQ_LIMIT), EINVAL,
+		   "arm SRQ limit above max_wr");
+	qa.srq_limit = 1;
+	expect_err(ibv_modify_srq(srq, &qa, IBV_SRQ_LIMIT), 0, "arm SRQ limit 1");
+	memset(&qa, 0, sizeof(qa));
+	e = ibv_query_srq(srq, &qa);
+	tap_ok(!e && qa.max_wr == n && qa.max_sge == 1 && qa.srq_limit == 1,
+	       "query SRQ: max_wr %u max_sge %u srq_limit %u", qa.max_wr,
+	       qa.max_sge, qa.srq_limit);
+
+	cq = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_cq = ia.recv_cq = cq;
+	ia.srq = srq;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_send_sge = 1;
+	qp = cq ? ibv_create_qp(d.pd, &ia) : NULL;
+	tap_ok(qp != NULL, "create RC QP on the SRQ%s%s", qp ? "" : ": ",
+	       qp ? "" : strerror(errno));
+	if (qp) {
+		expect_err(ibv_post_recv(qp, &wr, &bad), EINVAL,
+			   "post a receive to a QP on an SRQ");
+		expect_err(ibv_destroy_srq(srq), EBUSY,
+			   "destroy an SRQ a QP is attached to");
+		ibv_destroy_qp(qp);
+	}
+	if (cq)
+		ibv_destroy_cq(cq);
+	expect_err(ibv_destroy_srq(srq), 0, "destroy the SRQ with receives posted");
+}
+
+static void t_unsupported(void)
+{
 	struct ibv_cq_init_attr_ex ca = { .cqe = 16,
 		.wc_flags = IBV_WC_STANDARD_FLAGS };
 	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
@@ -373,8 +478,6 @@ static void t_unsupported(void)
 
 	if (!bond_only("verbs rdma_bond does not implement -> EOPNOTSUPP"))
 		return;
-	e = PTR_ERR(ibv_create_srq(d.pd, &sa));
-	expect_err(e, EOPNOTSUPP, "create SRQ");
 	e = PTR_ERR(ibv_alloc_mw(d.pd, IBV_MW_TYPE_1));
 	expect_err(e, EOPNOTSUPP, "alloc MW");
 	e = PTR_ERR(ibv_create_cq_ex(d.ctx, &ca));
@@ -1283,6 +1386,7 @@ int main(int argc, char **argv)
 	if (!only_wc) {
 		t_create_limits();
 		t_unsupported();
+		t_srq();
 		t_mr();
 		t_busy();
 		t_states();

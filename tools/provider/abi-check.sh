@@ -22,7 +22,8 @@ ibv_cmd_alloc_pd ibv_cmd_dealloc_pd ibv_cmd_reg_mr ibv_cmd_dereg_mr
 ibv_cmd_create_cq ibv_cmd_destroy_cq ibv_cmd_poll_cq ibv_cmd_req_notify_cq
 ibv_cmd_create_qp ibv_cmd_create_qp_ex ibv_cmd_modify_qp ibv_cmd_query_qp
 ibv_cmd_destroy_qp ibv_cmd_post_send ibv_cmd_post_recv ibv_cmd_create_ah
-ibv_cmd_destroy_ah"
+ibv_cmd_destroy_ah ibv_cmd_create_srq ibv_cmd_modify_srq ibv_cmd_query_srq
+ibv_cmd_destroy_srq ibv_cmd_post_srq_recv"
 
 die() {
 	echo "rbond provider ABI check: $*" >&2

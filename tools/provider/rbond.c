@@ -116,6 +116,7 @@ static bool rbond_check_ops_layout(struct verbs_context *vctx)
 	       SAME(o->req_notify_cq, r->req_notify_cq) &&
 	       SAME(o->post_send, r->post_send) &&
 	       SAME(o->post_recv, r->post_recv) &&
+	       SAME(o->post_srq_recv, r->post_srq_recv) &&
 	       SAME(o->_compat_alloc_pd, r->alloc_pd) &&
 	       SAME(o->_compat_dealloc_pd, r->dealloc_pd) &&
 	       SAME(o->_compat_reg_mr, r->reg_mr) &&
@@ -382,7 +383,7 @@ static struct ibv_qp *rbond_create_qp(struct ibv_pd *pd,
 	struct rbond_qp *qp;
 	int ret;
 
-	if (!rbond_qp_type_supported(attr->qp_type) || attr->srq) {
+	if (!rbond_qp_type_supported(attr->qp_type)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -415,7 +416,7 @@ static struct ibv_qp *rbond_create_qp_ex(struct ibv_context *context,
 	int ret;
 
 	if (attr->comp_mask != IBV_QP_INIT_ATTR_PD ||
-	    !rbond_qp_type_supported(attr->qp_type) || attr->srq) {
+	    !rbond_qp_type_supported(attr->qp_type)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -471,6 +472,65 @@ static int rbond_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr)
 {
 	return ibv_cmd_post_recv(qp, wr, bad_wr);
+}
+
+/* ------------------------------------------------------------------------
+ * SRQ (the kernel keeps it: one member SRQ on the bond's home rail)
+ */
+
+static struct ibv_srq *rbond_create_srq(struct ibv_pd *pd,
+					struct ibv_srq_init_attr *attr)
+{
+	struct ib_uverbs_create_srq_resp resp;
+	struct rbond_cmd_create_srq cmd;
+	struct ibv_srq *srq;
+	int ret;
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_srq(pd, srq, attr, &cmd, sizeof(cmd), &resp,
+				 sizeof(resp));
+	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+	return srq;
+}
+
+static int rbond_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			    int attr_mask)
+{
+	struct rbond_cmd_modify_srq cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int rbond_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct rbond_cmd_query_srq cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+static int rbond_destroy_srq(struct ibv_srq *srq)
+{
+	int ret = ibv_cmd_destroy_srq(srq);
+
+	if (!ret)
+		free(srq);
+	return ret;
+}
+
+static int rbond_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr)
+{
+	return ibv_cmd_post_srq_recv(srq, wr, bad_wr);
 }
 
 /* ------------------------------------------------------------------------
@@ -532,6 +592,12 @@ static const struct verbs_context_ops rbond_ctx_ops = {
 	.destroy_qp = rbond_destroy_qp,
 	.post_send = rbond_post_send,
 	.post_recv = rbond_post_recv,
+
+	.create_srq = rbond_create_srq,
+	.modify_srq = rbond_modify_srq,
+	.query_srq = rbond_query_srq,
+	.destroy_srq = rbond_destroy_srq,
+	.post_srq_recv = rbond_post_srq_recv,
 
 	.create_ah = rbond_create_ah,
 	.destroy_ah = rbond_destroy_ah,

@@ -173,7 +173,8 @@ struct verbs_context_ops {
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
 				       struct ibv_qp_init_attr_ex *attr);
 	rbond_unused_op create_rwq_ind_table;
-	rbond_unused_op create_srq;
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
+				      struct ibv_srq_init_attr *attr);
 	rbond_unused_op create_srq_ex;
 	rbond_unused_op create_wq;
 	rbond_unused_op dealloc_mw;
@@ -187,7 +188,7 @@ struct verbs_context_ops {
 	rbond_unused_op destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
 	rbond_unused_op destroy_rwq_ind_table;
-	rbond_unused_op destroy_srq;
+	int (*destroy_srq)(struct ibv_srq *srq);
 	rbond_unused_op destroy_wq;
 	rbond_unused_op detach_mcast;
 	void (*free_context)(struct ibv_context *context);
@@ -201,7 +202,8 @@ struct verbs_context_ops {
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
 	rbond_unused_op modify_qp_rate_limit;
-	rbond_unused_op modify_srq;
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			  int attr_mask);
 	rbond_unused_op modify_wq;
 	rbond_unused_op open_qp;
 	rbond_unused_op open_xrcd;
@@ -211,7 +213,8 @@ struct verbs_context_ops {
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
 	rbond_unused_op post_srq_ops;
-	rbond_unused_op post_srq_recv;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr);
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -223,7 +226,7 @@ struct verbs_context_ops {
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	rbond_unused_op query_qp_data_in_order;
 	rbond_unused_op query_rt_values;
-	rbond_unused_op query_srq;
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 	rbond_unused_op read_counters;
 	rbond_unused_op reg_dm_mr;
 	rbond_unused_op reg_dmabuf_mr;
@@ -261,6 +264,9 @@ RBOND_DECLARE_CMD(create_cq, ib_uverbs_create_cq);
 RBOND_DECLARE_CMD(create_qp, ib_uverbs_create_qp);
 RBOND_DECLARE_CMD(modify_qp, ib_uverbs_modify_qp);
 RBOND_DECLARE_CMD(query_qp, ib_uverbs_query_qp);
+RBOND_DECLARE_CMD(create_srq, ib_uverbs_create_srq);
+RBOND_DECLARE_CMD(modify_srq, ib_uverbs_modify_srq);
+RBOND_DECLARE_CMD(query_srq, ib_uverbs_query_srq);
 
 /* --- functions exported by libibverbs.so.1 under IBVERBS_PRIVATE_34 -------
  * The Makefile's abi-check verifies that every one of these resolves to
@@ -330,6 +336,19 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       struct rbond_cmd_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size);
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct rbond_cmd_modify_srq *cmd,
+		       size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct rbond_cmd_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+int ibv_cmd_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr);
 int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
