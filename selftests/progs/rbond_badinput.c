@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +465,140 @@ static void t_srq(void)
 	if (cq)
 		ibv_destroy_cq(cq);
 	expect_err(ibv_destroy_srq(srq), 0, "destroy the SRQ with receives posted");
+}
+
+/* Wait up to @ms for async event @type on @ctx (others are skipped). */
+static bool wait_async(struct ibv_context *ctx, enum ibv_event_type type,
+		       void *elem, int ms)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int fl = fcntl(ctx->async_fd, F_GETFL);
+	bool found = false;
+	uint64_t t0 = now_ms();
+
+	fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	while (!found && now_ms() - t0 < (uint64_t)ms) {
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		while (!found && !ibv_get_async_event(ctx, &ev)) {
+			found = ev.event_type == type && ev.element.srq == elem;
+			if (!found)
+				diag("async event %s skipped",
+				     ibv_event_type_str(ev.event_type));
+			ibv_ack_async_event(&ev);
+		}
+	}
+	fcntl(ctx->async_fd, F_SETFL, fl);
+	return found;
+}
+
+/*
+ * Traffic through an SRQ on the device under test: four receives, SENDs
+ * from the peer consume them in order with their data, the limit event
+ * fires when fewer than the armed limit are left, and with no receive left
+ * a SEND gets RNR (rnr_retry 0): what a native SRQ does.
+ */
+static void t_srq_traffic(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_cq *ca = NULL, *cb = NULL;
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_srq_attr la = { .srq_limit = 2 };
+	struct ibv_qp_init_attr ia = {};
+	struct ibv_sge sge = {};
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_srq *srq;
+	struct qp_info ma, mb;
+	struct conn_opts o;
+	struct ibv_wc wc;
+	bool ok = true;
+	uint8_t *buf;
+	long off;
+	int i;
+
+	srq = ibv_create_srq(d.pd, &sa);
+	if (!srq) {
+		tap_ok(false, "SRQ traffic: create SRQ: %s", strerror(errno));
+		return;
+	}
+	ca = ibv_create_cq(d.ctx, 64, NULL, NULL, 0);
+	cb = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_cq = ia.recv_cq = ca;
+	ia.srq = srq;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_send_sge = 1;
+	qa = ca ? ibv_create_qp(d.pd, &ia) : NULL;
+	qb = cb ? mkqp(&p, cb, 16, 1) : NULL;
+	conn_opts_default(&o);
+	o.timeout = ack_timeout;
+	o.rnr_retry = 0;
+	o.retry_cnt = 2;
+	o.min_rnr_timer = 1;
+	if (!qa || !qb) {
+		tap_ok(false, "SRQ traffic: QPs: %s", strerror(errno));
+		goto out;
+	}
+	qp_local_info(&d, qa, 0x2345, &ma);
+	qp_local_info(&p, qb, 0x6789, &mb);
+	if (qp_connect(&d, qa, &ma, &mb, &o, acc) ||
+	    qp_connect(&p, qb, &mb, &ma, &o, acc)) {
+		tap_ok(false, "SRQ traffic: connect");
+		goto out;
+	}
+	memset((uint8_t *)lb + 1024, 0, 4 * 256);
+	for (i = 0; i < 4; i++) {
+		sge.addr = (uintptr_t)lb + 1024 + i * 256;
+		sge.length = 256;
+		sge.lkey = lm->lkey;
+		wr.wr_id = 100 + i;
+		ok &= !ibv_post_srq_recv(srq, &wr, &bad);
+	}
+	ok &= !ibv_modify_srq(srq, &la, IBV_SRQ_LIMIT);
+	tap_ok(ok, "SRQ traffic: 4 receives posted, limit 2 armed");
+	for (i = 0; i < 3; i++) {
+		memset((uint8_t *)pb_rw + i * 256, 0x40 + i, 200);
+		post1(qb, 200 + i, IBV_WR_SEND, (uint8_t *)pb_rw + i * 256, 200,
+		      pm_rw->lkey, 0, 0);
+	}
+	for (i = 0; i < 3; i++) {
+		buf = (uint8_t *)lb + 1024 + i * 256;
+		if (poll_n(ca, &wc, 1, WAIT_MS) != 1) {
+			tap_ok(false, "SRQ receive %d: no completion", i);
+			goto out;
+		}
+		for (off = 0; off < 200 && buf[off] == 0x40 + i; off++)
+			;
+		tap_ok(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100u + i &&
+		       wc.opcode == IBV_WC_RECV && wc.byte_len == 200 &&
+		       wc.qp_num == qa->qp_num && off == 200,
+		       "SRQ receive %d: %s, wr_id %llu, %u bytes, QP 0x%x, data %s",
+		       i, wc_status_name(wc.status),
+		       (unsigned long long)wc.wr_id, wc.byte_len, wc.qp_num,
+		       off == 200 ? "intact" : "wrong");
+	}
+	for (i = 0; i < 3; i++)
+		WC1(cb, 200 + i, IBV_WC_SUCCESS, "  the peer's SEND");
+	tap_ok(wait_async(d.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, srq, 5000),
+	       "SRQ limit event after the third receive (1 left, limit 2)");
+	post1(qb, 203, IBV_WR_SEND, pb_rw, 16, pm_rw->lkey, 0, 0);
+	WC1(ca, 103, IBV_WC_SUCCESS, "the last SRQ receive");
+	WC1(cb, 203, IBV_WC_SUCCESS, "  the peer's SEND");
+	post1(qb, 204, IBV_WR_SEND, pb_rw, 16, pm_rw->lkey, 0, 0);
+	WC1(cb, 204, IBV_WC_RNR_RETRY_EXC_ERR,
+	    "a SEND with the SRQ empty, rnr_retry 0");
+out:
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (ca)
+		ibv_destroy_cq(ca);
+	if (cb)
+		ibv_destroy_cq(cb);
+	ibv_destroy_srq(srq);
 }
 
 static void t_unsupported(void)
@@ -1387,6 +1522,7 @@ int main(int argc, char **argv)
 		t_create_limits();
 		t_unsupported();
 		t_srq();
+		t_srq_traffic();
 		t_mr();
 		t_busy();
 		t_states();
