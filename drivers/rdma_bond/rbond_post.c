@@ -551,22 +551,6 @@ out_unlock:
 }
 
 /*
- * A member may only schedule what a kernel QP's post asks of it: 6.1's rxe
- * runs a user QP's requester inline but schedules a kernel QP's as a
- * tasklet, which then waits for the next interrupt exit or for ksoftirqd.
- * Called in process context with bottom halves and interrupts enabled
- * (uverbs, a ULP's thread), we run the pending softirqs now, as the member
- * would for its own user QP.  Anywhere else nothing happens here.
- */
-static void rbond_post_run_members(void)
-{
-	if (in_interrupt() || irqs_disabled())
-		return;
-	local_bh_disable();
-	local_bh_enable();
-}
-
-/*
  * The post lock is taken per WQE, as rxe does, so a list of thousands does
  * not keep interrupts off for its whole length; a user QP's inline data is
  * copied from the caller before the lock (it may fault).
@@ -596,7 +580,6 @@ int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (ret)
 		*bad_wr = wr;
-	rbond_post_run_members();
 	return ret;
 }
 
