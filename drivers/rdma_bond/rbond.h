@@ -491,6 +491,8 @@ void rbond_post_free(struct rbond_qp *qp);
 void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok);
 
 /* rbond_comp.c */
+bool rbond_qp_recv_deliver(struct rbond_dev *bond, struct rbond_qp *qp,
+			   unsigned int rail, struct ib_wc *wc);
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 unsigned int rail, const struct ib_wc *mwc);
 void rbond_qp_deliver_posted(struct rbond_qp *qp);

@@ -356,6 +356,32 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 	return added;
 }
 
+/**
+ * rbond_qp_recv_deliver() - a receive completion of @qp into its recv CQ
+ * @bond: the bond
+ * @qp: the QP
+ * @rail: the rail it came on (counters)
+ * @wc: the member's completion, with the application's wr_id already
+ *
+ * Locks: the recv CQ's lock held.
+ * Return: true when it was added (false: the CQ overflowed).
+ */
+bool rbond_qp_recv_deliver(struct rbond_dev *bond, struct rbond_qp *qp,
+			   unsigned int rail, struct ib_wc *wc)
+{
+	wc->qp = &qp->ibqp;
+	wc->port_num = RBOND_PORT;
+	if (wc->status != IB_WC_SUCCESS)
+		wc->opcode = IB_WC_RECV;
+
+	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
+	if (wc->status == IB_WC_SUCCESS)
+		rbond_stat_add(bond, rail, RBOND_STAT_RX_BYTES, wc->byte_len);
+	else
+		rbond_stat_add(bond, rail, RBOND_STAT_ERRORS, 1);
+	return rbond_cq_push(qp->rcq, wc);
+}
+
 static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 			     const struct ib_wc *mwc, u32 seq)
 {
@@ -379,18 +405,7 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 	qp->rq_tail = seq + 1;
 	spin_unlock(&qp->rq_lock);
 
-	wc.qp = &qp->ibqp;
-	wc.port_num = RBOND_PORT;
-	if (wc.status != IB_WC_SUCCESS)
-		wc.opcode = IB_WC_RECV;
-
-	rbond_stat_add(bond, qp->home, RBOND_STAT_COMPLETIONS, 1);
-	if (wc.status == IB_WC_SUCCESS)
-		rbond_stat_add(bond, qp->home, RBOND_STAT_RX_BYTES,
-			       wc.byte_len);
-	else
-		rbond_stat_add(bond, qp->home, RBOND_STAT_ERRORS, 1);
-	return rbond_cq_push(qp->rcq, &wc);
+	return rbond_qp_recv_deliver(bond, qp, qp->home, &wc);
 }
 
 /**

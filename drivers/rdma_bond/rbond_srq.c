@@ -386,15 +386,5 @@ bool rbond_srq_recv_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 	spin_unlock(&srq->lock);
 	if (!found || WARN_ON_ONCE(found->rcq != cq))
 		return false;
-
-	wc.qp = &found->ibqp;
-	wc.port_num = RBOND_PORT;
-	if (wc.status != IB_WC_SUCCESS)
-		wc.opcode = IB_WC_RECV;
-	rbond_stat_add(bond, rail, RBOND_STAT_COMPLETIONS, 1);
-	if (wc.status == IB_WC_SUCCESS)
-		rbond_stat_add(bond, rail, RBOND_STAT_RX_BYTES, wc.byte_len);
-	else
-		rbond_stat_add(bond, rail, RBOND_STAT_ERRORS, 1);
-	return rbond_cq_push(cq, &wc);
+	return rbond_qp_recv_deliver(bond, found, rail, &wc);
 }

@@ -361,6 +361,22 @@ static void t_create_limits(void)
 	ibv_destroy_cq(cq);
 }
 
+/* An SRQ with these attributes must be refused with EINVAL. */
+static void srq_refused(uint32_t wr, uint32_t sge, uint32_t limit,
+			const char *what)
+{
+	struct ibv_srq_init_attr sa = {
+		.attr = { .max_wr = wr, .max_sge = sge, .srq_limit = limit },
+	};
+	struct ibv_srq *srq;
+	int e;
+
+	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
+	if (srq)
+		ibv_destroy_srq(srq);
+	expect_err(e, EINVAL, what);
+}
+
 /* SRQ: the limits granted, post-time checks, attach rules. */
 static void t_srq(void)
 {
@@ -377,30 +393,10 @@ static void t_srq(void)
 
 	if (!bond_only("SRQ limits and post-time checks as the bond grants them"))
 		return;
-	sa.attr.max_wr = da.max_srq_wr + 1;
-	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
-	if (srq)
-		ibv_destroy_srq(srq);
-	expect_err(e, EINVAL, "create SRQ with max_wr = max_srq_wr + 1");
-	sa.attr.max_wr = 4;
-	sa.attr.max_sge = da.max_srq_sge + 1;
-	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
-	if (srq)
-		ibv_destroy_srq(srq);
-	expect_err(e, EINVAL, "create SRQ with max_sge = max_srq_sge + 1");
-	sa.attr.max_sge = 1;
-	sa.attr.max_wr = 0;
-	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
-	if (srq)
-		ibv_destroy_srq(srq);
-	expect_err(e, EINVAL, "create SRQ with max_wr 0");
-	sa.attr.max_wr = 4;
-	sa.attr.srq_limit = 5;
-	e = PTR_ERR(srq = ibv_create_srq(d.pd, &sa));
-	if (srq)
-		ibv_destroy_srq(srq);
-	expect_err(e, EINVAL, "create SRQ with srq_limit > max_wr");
-	sa.attr.srq_limit = 0;
+	srq_refused(da.max_srq_wr + 1, 1, 0, "create SRQ with max_wr = max_srq_wr + 1");
+	srq_refused(4, da.max_srq_sge + 1, 0, "create SRQ with max_sge = max_srq_sge + 1");
+	srq_refused(0, 1, 0, "create SRQ with max_wr 0");
+	srq_refused(4, 1, 5, "create SRQ with srq_limit > max_wr");
 	srq = ibv_create_srq(d.pd, &sa);
 	if (!srq) {
 		tap_ok(false, "create SRQ max_wr 4 max_sge 1: %s", strerror(errno));
