@@ -435,6 +435,8 @@ int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 void rbond_pd_remove_rail(struct rbond_pd *pd, unsigned int rail);
 void rbond_mr_remove_rail(struct rbond_mr *mr, unsigned int rail);
 struct rbond_mr *rbond_mr_lookup(struct rbond_pd *pd, u32 lkey);
+int rbond_mr_rail_lkey(struct rbond_pd *pd, u32 lkey, unsigned int rail,
+		       u32 *out);
 
 /* rbond_cq.c */
 int rbond_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);

@@ -283,3 +283,26 @@ struct rbond_mr *rbond_mr_lookup(struct rbond_pd *pd, u32 lkey)
 {
 	return xa_load(&pd->mr_xa, lkey);
 }
+
+/**
+ * rbond_mr_rail_lkey() - the member lkey of a bond lkey on a rail
+ * @pd: the bond PD
+ * @lkey: the bond lkey
+ * @rail: the rail
+ * @out: the member lkey
+ *
+ * Data path.
+ * Locks: rcu_read_lock() held.
+ * Return: 0, or -EINVAL if @pd has no MR with @lkey or it has no member
+ * key on @rail.
+ */
+int rbond_mr_rail_lkey(struct rbond_pd *pd, u32 lkey, unsigned int rail,
+		       u32 *out)
+{
+	struct rbond_mr *mr = rbond_mr_lookup(pd, lkey);
+
+	if (!mr || !(READ_ONCE(mr->rails) & BIT(rail)))
+		return -EINVAL;
+	*out = mr->lkey[rail];
+	return 0;
+}

@@ -76,7 +76,6 @@ static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
 	int i, n = 0;
 
 	for (i = 0; i < num && len; i++) {
-		struct rbond_mr *mr;
 		u64 l = in[i].length;
 
 		if (off && off >= l) {
@@ -88,15 +87,12 @@ static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
 		out[n].length = min_t(u64, l - off, len);
 		len -= out[n].length;
 		off = 0;
-		if (!verbatim) {
-			mr = rbond_mr_lookup(qp->pd, in[i].lkey);
-			if (!mr || !(READ_ONCE(mr->rails) & BIT(rail))) {
-				ibdev_dbg(qp->ibqp.device,
-					  "QP 0x%x: bad lkey 0x%x\n",
-					  qp->ibqp.qp_num, in[i].lkey);
-				return -EINVAL;
-			}
-			out[n].lkey = mr->lkey[rail];
+		if (!verbatim &&
+		    rbond_mr_rail_lkey(qp->pd, in[i].lkey, rail,
+				       &out[n].lkey)) {
+			ibdev_dbg(qp->ibqp.device, "QP 0x%x: bad lkey 0x%x\n",
+				  qp->ibqp.qp_num, in[i].lkey);
+			return -EINVAL;
 		}
 		n++;
 	}

@@ -21,17 +21,22 @@
  */
 #include "rbond.h"
 
-static void rbond_srq_member_event(struct ib_event *mev, void *ctx)
+/* Raise @type on the bond SRQ (its consumer's handler, if any). */
+static void rbond_srq_raise(struct rbond_srq *srq, enum ib_event_type type)
 {
-	struct rbond_srq *srq = ctx;
 	struct ib_event ev = {
 		.device = srq->ibsrq.device,
 		.element.srq = &srq->ibsrq,
-		.event = mev->event,
+		.event = type,
 	};
 
 	if (srq->ibsrq.event_handler)
 		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+}
+
+static void rbond_srq_member_event(struct ib_event *mev, void *ctx)
+{
+	rbond_srq_raise(ctx, mev->event);
 }
 
 static void rbond_srq_free_slots(struct rbond_srq *srq)
@@ -191,15 +196,13 @@ int rbond_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 static int rbond_srq_sges(struct rbond_srq *srq, const struct ib_sge *in,
 			  int num, struct ib_sge *out)
 {
-	struct rbond_mr *mr;
 	int i;
 
 	for (i = 0; i < num; i++) {
-		mr = rbond_mr_lookup(srq->pd, in[i].lkey);
-		if (!mr || !(READ_ONCE(mr->rails) & BIT(srq->rail)))
-			return -EINVAL;
 		out[i] = in[i];
-		out[i].lkey = mr->lkey[srq->rail];
+		if (rbond_mr_rail_lkey(srq->pd, in[i].lkey, srq->rail,
+				       &out[i].lkey))
+			return -EINVAL;
 	}
 	return num;
 }
@@ -333,15 +336,7 @@ void rbond_srq_remove_rail(struct rbond_srq *srq, unsigned int rail)
 	srq->member = NULL;
 	spin_unlock_irqrestore(&srq->lock, flags);
 	ib_destroy_srq(member);
-	if (srq->ibsrq.event_handler) {
-		struct ib_event ev = {
-			.device = srq->ibsrq.device,
-			.element.srq = &srq->ibsrq,
-			.event = IB_EVENT_SRQ_ERR,
-		};
-
-		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
-	}
+	rbond_srq_raise(srq, IB_EVENT_SRQ_ERR);
 }
 
 /**
