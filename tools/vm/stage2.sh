@@ -49,6 +49,7 @@ stty -F /dev/ttyS1 raw -echo 2>/dev/null
 
 export RBOND_GUEST=1 RBOND_HOST=$(arg rbond.host) RBOND_RUN=$out
 cd "$work" || exit 1
+: > "$out/started"	# tools/vm/run: the boot is over
 bash "$out/cmd" >&3 2>&3 </dev/null
 rc=$?
 dmesg > "$out/dmesg" 2>/dev/null
