@@ -10,6 +10,11 @@
 # line "# topo: loop pair".  Each test runs in its own process, builds and
 # tears down its own topology, and fails if the kernel log gained a report
 # (WARN, oops, lockdep, KASAN, kmemleak, ...) while it ran.
+#
+# RBOND_SUITE_BUDGET=S (loop topology only; a pair's two sides must agree):
+# a test whose "# time: N" header (seconds on a 2-core TCG host, 60 if
+# absent) would end past S seconds after the suite started is skipped,
+# named, so that CI's budget holds (tools/run-tests.sh, tools/kver-lane.sh).
 cd "$(dirname "$0")" || exit 1
 . ./lib.sh
 
@@ -33,6 +38,9 @@ if [ ${#tests[@]} -eq 0 ]; then
 fi
 
 pass=0 failn=0 skipn=0 n=0
+budget=${RBOND_SUITE_BUDGET:-0}
+[ "$topo" = loop ] || budget=0
+suite_t0=$(date +%s)
 kmemleak_baseline
 echo "TAP version 13"
 echo "1..${#tests[@]}"
@@ -41,6 +49,15 @@ for t in "${tests[@]}"; do
 	case $t in harness/*) ;; *) t=$(basename "$t") ;; esac
 	n=$((n + 1))
 	name=$(basename "${t%.sh}")
+	if [ "$budget" -gt 0 ]; then
+		est=$(sed -n 's/^# time: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n1)
+		est=${est:-60}
+		if [ $(( $(date +%s) - suite_t0 + est )) -gt "$budget" ]; then
+			echo "ok $n $name # SKIP ~${est} s would overrun the suite's ${budget} s budget"
+			skipn=$((skipn + 1))
+			continue
+		fi
+	fi
 	if [ "$topo" = pair ]; then
 		export RBOND_PAIR_DIR=$RBOND_PAIR_BASE/$name
 		mkdir -p "$RBOND_PAIR_DIR"

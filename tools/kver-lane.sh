@@ -2,33 +2,42 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # tools/kver-lane.sh - build and run the selftests on another installed
-# Debian kernel than the default one (by default the newest 6.12), in one
-# loop-topology guest.  Manual: not part of tools/run-tests.sh (which only
-# builds against 6.12).  Prints "N passed, N failed, N skipped".
+# Debian kernel than the default one (by default the newest 6.12).  Prints
+# "N passed, N failed, N skipped".
 #
-#   tools/kver-lane.sh [--kernel KVER] [--timeout S] [--build-only] [TEST...]
+#   tools/kver-lane.sh [--kernel KVER] [--timeout S] [--build-only]
+#                      [--all] [--budget S] [TEST...]
 #
 # The work tree (tracked and untracked-not-ignored files) is copied to
 # $REPO/.vm/src-KVER (inside the work tree: the guest hides /var/tmp and /tmp
 # behind tmpfs), so the default-kernel build in the work tree is untouched;
 # the module is built there with W=1 (any warning fails), with the provider
-# and the test programs.  TEST... defaults to $RBOND_KVER_TESTS, else the
-# list below.
+# and the test programs.
+#
+# --all (the default without TEST or RBOND_KVER_TESTS) runs the whole
+# suite: every loop test in one guest, then the pair suite in two guests;
+# tools/run-tests.sh does so on 6.12 after the default kernel's suites.
+# --budget S: the selftests must end within S seconds; the loop guest gets
+# S less the pair suite's ~330 s as its RBOND_SUITE_BUDGET (selftests/run.sh
+# skips, by name, a test that would overrun it), and the pair suite is
+# skipped if less than that is left.  TEST... (or RBOND_KVER_TESTS): just
+# those, loop topology.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-DEFAULT_TESTS="test_rbond_link test_rbond_lifecycle test_rbond_ktest test_provider_verify
-test_provider_pingpong test_provider_devices test_provider_badinput test_provider_perftest"
 
-kver= timeout=2400 build_only=0
+PAIR_EST=330
+kver= timeout=2400 build_only=0 all=0 budget=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kver=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--build-only) build_only=1; shift ;;
-	-h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+	--all) all=1; shift ;;
+	--budget) budget=$2; shift 2 ;;
+	-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
 	--) shift; break ;;
-	-*) echo "usage: $0 [--kernel KVER] [--timeout S] [--build-only] [TEST...]"; exit 2 ;;
+	-*) echo "usage: $0 [--kernel KVER] [--timeout S] [--build-only] [--all [--budget S]] [TEST...]"; exit 2 ;;
 	*) break ;;
 	esac
 done
@@ -69,25 +78,63 @@ for part in provider:tools/provider progs:selftests/progs; do
 		{ sed 's/^/# /' "$blog" | tail -n 20; echo "not ok - build ${part%%:*}"; failn=$((failn + 1)); finish; }
 done
 
+# suite TOPO LOGFILE: add a selftests/run.sh run's closing line
+suite() {
+	local line p f s
+	line=$(grep -oE '^(\[a\] )?[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$2" |
+		tail -n1 | sed 's/^\[a\] //')
+	if [ -z "$line" ]; then
+		echo "not ok - $1 selftests on $kver: no result line (guest died or timed out)"
+		failn=$((failn + 1)); return
+	fi
+	read -r p _ f _ s _ <<< "$line"
+	pass=$((pass + p)); failn=$((failn + f)); skipn=$((skipn + s))
+	if [ "$f" -eq 0 ] && grep -q 'guest kernel log has a failure report' "$2"; then
+		echo "not ok - guest kernel log clean after the $1 suite"; failn=$((failn + 1))
+	fi
+}
+
+out=$(mktemp)
+# no TEST and no RBOND_KVER_TESTS: the whole suite
+[ $# -eq 0 ] && [ -z "${RBOND_KVER_TESTS:-}" ] && all=1
+if [ $all = 1 ]; then
+	s0=$(date +%s)
+	lenv=()
+	if [ "$budget" -gt 0 ]; then
+		lb=$(( budget - PAIR_EST ))
+		lenv=(--env "RBOND_SUITE_BUDGET=$lb")
+		[ "$timeout" -gt $((lb + 300)) ] && timeout=$((lb + 300))
+	fi
+	echo "# --- selftests on $kver, loop topology${lenv:+ (budget $lb s)} ---"
+	"$src/tools/vm/run" --kernel "$kver" --timeout "$timeout" "${lenv[@]}" \
+		-- selftests/run.sh -t loop 2>&1 | tee "$out"
+	suite loop "$out"
+	echo "# $kver loop suite took $(( $(date +%s) - s0 )) s"
+	left=$(( budget - ($(date +%s) - s0) ))
+	if [ "$budget" -gt 0 ] && [ "$left" -lt "$PAIR_EST" ]; then
+		echo "ok - $kver pair suite # SKIP $left s left of the ${budget} s budget, it takes ~${PAIR_EST} s"
+		skipn=$((skipn + 1))
+	else
+		s1=$(date +%s)
+		echo "# --- selftests on $kver, pair topology ---"
+		"$src/tools/vm/pair" --kernel "$kver" --timeout 1200 \
+			-- selftests/run.sh -t pair 2>&1 | tee "$out"
+		suite pair "$out"
+		echo "# $kver pair suite took $(( $(date +%s) - s1 )) s"
+	fi
+	rm -f "$out"
+	finish
+fi
+
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
-	for t in ${RBOND_KVER_TESTS:-$DEFAULT_TESTS}; do
+	for t in $RBOND_KVER_TESTS; do
 		[ -f "$src/selftests/${t%.sh}.sh" ] && tests+=("${t%.sh}.sh")
 	done
 fi
-out=$(mktemp)
 echo "# --- selftests on $kver: ${tests[*]} ---"
 "$src/tools/vm/run" --kernel "$kver" --timeout "$timeout" \
 	-- selftests/run.sh -t loop "${tests[@]}" 2>&1 | tee "$out"
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n1)
-if [ -z "$line" ]; then
-	echo "not ok - selftests on $kver: no result line (guest died or timed out)"; failn=$((failn + 1))
-else
-	read -r p _ f _ s _ <<< "$line"
-	pass=$((pass + p)); failn=$((failn + f)); skipn=$((skipn + s))
-	if [ "$f" -eq 0 ] && grep -q 'guest kernel log has a failure report' "$out"; then
-		echo "not ok - guest kernel log clean after the suite"; failn=$((failn + 1))
-	fi
-fi
+suite loop "$out"
 rm -f "$out"
 finish
