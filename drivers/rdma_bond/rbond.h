@@ -247,6 +247,15 @@ struct rbond_swqe {
 
 struct rbond_wqe;
 
+/* A slot's buffers as mapped for its member device (rbond_dma.c). */
+struct rbond_dmamap {
+	struct ib_device *dev;		/* NULL: nothing mapped */
+	u64 addr[RBOND_MAX_SGE];
+	u32 len[RBOND_MAX_SGE];
+	u8 n;
+	u8 dir;				/* enum dma_data_direction */
+};
+
 /*
  * A shared receive queue: one member SRQ, on the rail that was primary at
  * creation (rail); the QPs attached to it have that rail as their home,
@@ -266,6 +275,7 @@ struct rbond_srq {
 	unsigned long *used;		/* slot bitmap */
 	u32 *free;			/* stack of free slots */
 	u32 nfree;
+	struct rbond_dmamap *dma;	/* per slot; kernel SRQs only */
 	struct list_head qps;		/* attached rbond_qp.srq_list */
 };
 
@@ -316,6 +326,9 @@ struct rbond_qp {
 	spinlock_t rq_post_lock;	/* posting order */
 	spinlock_t rq_lock;		/* rq ring and indices */
 	u64 *rq;			/* application wr_id per slot */
+	/* kernel QPs: the DMA mapping per member WQE (rbond_dma.c) */
+	struct rbond_dmamap *sq_dma;
+	struct rbond_dmamap *rq_dma;
 	u32 rq_size;
 	u32 rq_head;
 	u32 rq_tail;
@@ -435,6 +448,21 @@ int rbond_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 void rbond_pd_remove_rail(struct rbond_pd *pd, unsigned int rail);
 void rbond_mr_remove_rail(struct rbond_mr *mr, unsigned int rail);
 struct rbond_mr *rbond_mr_lookup(struct rbond_pd *pd, u32 lkey);
+/* rbond_dma.c */
+struct rbond_dmamap *rbond_dma_alloc(u32 n);
+void rbond_dma_unmap(struct rbond_dmamap *m);
+int rbond_dma_map(struct rbond_dmamap *m, struct ib_device *dev,
+		  struct ib_sge *sge, unsigned long kva,
+		  enum dma_data_direction dir);
+void rbond_dma_unmap_dev(struct rbond_dmamap *m, u32 n, struct ib_device *dev);
+enum dma_data_direction rbond_dma_send_dir(enum ib_wr_opcode op);
+
+static inline struct rbond_dmamap *
+rbond_dma_slot(struct rbond_dmamap *m, u32 size, u32 seq)
+{
+	return m ? &m[seq & (size - 1)] : NULL;
+}
+
 int rbond_mr_rail_lkey(struct rbond_pd *pd, u32 lkey, unsigned int rail,
 		       u32 *out);
 

@@ -120,6 +120,8 @@ static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
 
 	if (!(e->flags & RBOND_SWQE_DONE))
 		return false;
+	/* its member is done with its buffers */
+	rbond_dma_unmap(rbond_dma_slot(qp->sq_dma, qp->sq_size, qp->sq_tail));
 	qp->sq_tail++;
 	if (e->flags & RBOND_SWQE_CHUNK) {
 		rbond_qp_fold_chunk(qp, e);
@@ -402,6 +404,9 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: receive %u completed, %u expected\n",
 			  qp->ibqp.qp_num, seq, qp->rq_tail);
 	wc.wr_id = qp->rq[seq & (qp->rq_size - 1)];
+	for (; qp->rq_dma && qp->rq_tail != seq + 1; qp->rq_tail++)
+		rbond_dma_unmap(rbond_dma_slot(qp->rq_dma, qp->rq_size,
+					       qp->rq_tail));
 	qp->rq_tail = seq + 1;
 	spin_unlock(&qp->rq_lock);
 

@@ -293,8 +293,9 @@ struct rbond_mr *rbond_mr_lookup(struct rbond_pd *pd, u32 lkey)
  *
  * Data path.
  * Locks: rcu_read_lock() held.
- * Return: 0, or -EINVAL if @pd has no MR with @lkey or it has no member
- * key on @rail.
+ * Return: 0 for a registered MR, 1 for a DMA MR (the SGE's address is a
+ * kernel virtual address: rbond_dma.c maps it per member), or -EINVAL if
+ * @pd has no MR with @lkey or it has no member key on @rail.
  */
 int rbond_mr_rail_lkey(struct rbond_pd *pd, u32 lkey, unsigned int rail,
 		       u32 *out)
@@ -304,5 +305,5 @@ int rbond_mr_rail_lkey(struct rbond_pd *pd, u32 lkey, unsigned int rail,
 	if (!mr || !(READ_ONCE(mr->rails) & BIT(rail)))
 		return -EINVAL;
 	*out = mr->lkey[rail];
-	return 0;
+	return mr->dma ? 1 : 0;
 }

@@ -64,6 +64,8 @@ struct rbond_mstats {
 	atomic64_t failovers;		/* QP x rail failed over */
 	atomic64_t fo_replayed;		/* member WQEs posted again */
 	atomic64_t fo_failed;		/* failovers that could not fence */
+	atomic64_t dma_mapped;		/* kernel SGEs mapped per member */
+	atomic64_t dma_unmapped;
 };
 
 extern struct rbond_mstats rbond_mstats;

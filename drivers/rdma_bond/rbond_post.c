@@ -66,15 +66,18 @@ static u32 rbond_inl_stride(const struct rbond_qp *qp)
 /*
  * Translate the SGEs @in for @rail, from byte @off for @len bytes, into
  * @out; @verbatim: captured inline data, a kernel address without lkey.
- * Number of SGEs, or -EINVAL for an lkey with no member key on @rail.
- * RCU read side.
+ * *@kva gets the SGEs of @out whose address is a kernel virtual address
+ * (a DMA MR's: rbond_dma_map()).  Number of SGEs, or -EINVAL for an lkey
+ * with no member key on @rail.  RCU read side.
  */
 static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
 			  const struct ib_sge *in, int num, u64 off, u64 len,
-			  struct ib_sge *out, bool verbatim)
+			  struct ib_sge *out, bool verbatim,
+			  unsigned long *kva)
 {
-	int i, n = 0;
+	int i, n = 0, ret;
 
+	*kva = 0;
 	for (i = 0; i < num && len; i++) {
 		u64 l = in[i].length;
 
@@ -87,12 +90,17 @@ static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
 		out[n].length = min_t(u64, l - off, len);
 		len -= out[n].length;
 		off = 0;
-		if (!verbatim &&
-		    rbond_mr_rail_lkey(qp->pd, in[i].lkey, rail,
-				       &out[n].lkey)) {
-			ibdev_dbg(qp->ibqp.device, "QP 0x%x: bad lkey 0x%x\n",
-				  qp->ibqp.qp_num, in[i].lkey);
-			return -EINVAL;
+		if (!verbatim) {
+			ret = rbond_mr_rail_lkey(qp->pd, in[i].lkey, rail,
+						 &out[n].lkey);
+			if (ret < 0) {
+				ibdev_dbg(qp->ibqp.device,
+					  "QP 0x%x: bad lkey 0x%x\n",
+					  qp->ibqp.qp_num, in[i].lkey);
+				return -EINVAL;
+			}
+			if (ret)
+				*kva |= BIT(n);
 		}
 		n++;
 	}
@@ -349,6 +357,8 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 		struct ib_atomic_wr atomic;
 	} mwr;
 	bool mrail = rbond_mrail_may_stripe(qp);
+	struct rbond_dmamap *dm;
+	unsigned long kva;
 	int n, ret;
 
 	lockdep_assert_held(&qp->sq_lock);
@@ -361,10 +371,15 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 	memcpy(&mwr, &w->wr, sizeof(mwr));
 	rcu_read_lock();
 	n = rbond_sub_sges(qp, rail, w->sge, w->num_sge, off, len, sge,
-			   w->verbatim);
+			   w->verbatim, &kva);
 	rcu_read_unlock();
 	if (n < 0)
 		return n;
+	dm = rbond_dma_slot(qp->sq_dma, qp->sq_size, seq);
+	ret = rbond_dma_map(dm, member->device, sge, kva,
+			    rbond_dma_send_dir(w->wr.send.opcode));
+	if (ret)
+		return ret;
 	mwr.send.sg_list = sge;
 	mwr.send.num_sge = n;
 	if (mrail || (e->flags & RBOND_SWQE_SIGNALED))
@@ -380,6 +395,7 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 	}
 	ret = ib_post_send(member, &mwr.send, &bad);
 	if (ret) {
+		rbond_dma_unmap(dm);
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: rail %u post failed: %d\n",
 			  qp->ibqp.qp_num, rail, ret);
 		return ret;
@@ -780,6 +796,8 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	const struct ib_recv_wr *bad;
 	unsigned int rail = qp->home;
 	struct ib_qp *member = qp->member[rail];
+	struct rbond_dmamap *dm;
+	unsigned long kva;
 	u32 seq;
 	int n, ret;
 
@@ -793,7 +811,7 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	}
 	rcu_read_lock();
 	n = rbond_sub_sges(qp, rail, wr->sg_list, wr->num_sge, 0, U64_MAX,
-			   sge, false);
+			   sge, false, &kva);
 	rcu_read_unlock();
 	if (n < 0)
 		return n;
@@ -805,14 +823,19 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	}
 	seq = qp->rq_head++;
 	qp->rq[seq & (qp->rq_size - 1)] = wr->wr_id;
+	dm = rbond_dma_slot(qp->rq_dma, qp->rq_size, seq);
+	ret = rbond_dma_map(dm, member->device, sge, kva, DMA_FROM_DEVICE);
 	spin_unlock(&qp->rq_lock);
 
-	mwr.wr_id = rbond_wrid(qp, true, seq);
-	mwr.sg_list = sge;
-	mwr.num_sge = n;
-	ret = ib_post_recv(member, &mwr, &bad);
+	if (!ret) {
+		mwr.wr_id = rbond_wrid(qp, true, seq);
+		mwr.sg_list = sge;
+		mwr.num_sge = n;
+		ret = ib_post_recv(member, &mwr, &bad);
+	}
 	if (ret) {
 		spin_lock(&qp->rq_lock);
+		rbond_dma_unmap(dm);
 		qp->rq_head--;
 		spin_unlock(&qp->rq_lock);
 		return ret;

@@ -163,6 +163,14 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		ret = -ENOMEM;
 		goto err_destroy_member;
 	}
+	if (!qp->user) {	/* kernel buffers: mapped per member */
+		qp->sq_dma = rbond_dma_alloc(qp->sq_size);
+		qp->rq_dma = rbond_dma_alloc(qp->rq_size);
+		if (!qp->sq_dma || !qp->rq_dma) {
+			ret = -ENOMEM;
+			goto err_destroy_member;
+		}
+	}
 
 	ret = xa_alloc_cyclic(&bond->qp_xa, &qp->id, qp,
 			      XA_LIMIT(1, RBOND_QP_ID_MAX), &bond->next_qp_id,
@@ -186,6 +194,8 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 err_destroy_member:
 	ib_destroy_qp(member);
+	kvfree(qp->sq_dma);
+	kvfree(qp->rq_dma);
 	kvfree(qp->sq);
 	kvfree(qp->rq);
 err_unlock:
@@ -202,6 +212,7 @@ err_unlock:
  */
 void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 {
+	struct ib_device *dev;
 	struct ib_qp *member;
 	unsigned long flags;
 
@@ -217,11 +228,21 @@ void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 	if (!member)
 		return;
 
+	dev = member->device;
 	if (ib_destroy_qp(member))
 		WARN_ON_ONCE(1);
 	rbond_cq_drain_member(qp->scq, rail);
 	if (qp->rcq != qp->scq)
 		rbond_cq_drain_member(qp->rcq, rail);
+	/* the member is gone: what was mapped for its device is done */
+	if (qp->sq_dma) {
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		rbond_dma_unmap_dev(qp->sq_dma, qp->sq_size, dev);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		rbond_dma_unmap_dev(qp->rq_dma, qp->rq_size, dev);
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
 }
 
 /**
@@ -306,6 +327,8 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		rbond_cq_clean_qp(qp->rcq, qp);
 	rbond_mrail_qp_free(qp);
 	rbond_post_free(qp);
+	kvfree(qp->sq_dma);
+	kvfree(qp->rq_dma);
 	kvfree(qp->sq);
 	kvfree(qp->rq);
 	return 0;
@@ -356,6 +379,15 @@ static void rbond_qp_reset(struct rbond_qp *qp)
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		if (i != qp->home)
 			rbond_qp_destroy_member(qp, i);
+	/* the home member is in RESET: nothing of the dropped WQEs runs */
+	if (qp->sq_dma) {
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		rbond_dma_unmap_dev(qp->sq_dma, qp->sq_size, NULL);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		rbond_dma_unmap_dev(qp->rq_dma, qp->rq_size, NULL);
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
 	rbond_mrail_qp_reset(qp);
 }
 

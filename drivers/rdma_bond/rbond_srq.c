@@ -41,9 +41,20 @@ static void rbond_srq_member_event(struct ib_event *mev, void *ctx)
 
 static void rbond_srq_free_slots(struct rbond_srq *srq)
 {
+	kvfree(srq->dma);
 	kvfree(srq->wr_id);
 	kvfree(srq->free);
 	bitmap_free(srq->used);
+}
+
+/* The member SRQ is gone: what was mapped for its device is done. */
+static void rbond_srq_unmap(struct rbond_srq *srq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	rbond_dma_unmap_dev(srq->dma, srq->max_wr, NULL);
+	spin_unlock_irqrestore(&srq->lock, flags);
 }
 
 int rbond_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -98,7 +109,9 @@ int rbond_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->free = kvcalloc(srq->max_wr, sizeof(*srq->free),
 			     GFP_KERNEL_ACCOUNT);
 	srq->used = bitmap_zalloc(srq->max_wr, GFP_KERNEL_ACCOUNT);
-	if (!srq->wr_id || !srq->free || !srq->used) {
+	if (!udata)	/* kernel buffers: mapped for the member */
+		srq->dma = rbond_dma_alloc(srq->max_wr);
+	if (!srq->wr_id || !srq->free || !srq->used || (!udata && !srq->dma)) {
 		ret = -ENOMEM;
 		goto err_destroy_member;
 	}
@@ -139,8 +152,10 @@ int rbond_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	member = srq->member;
 	srq->member = NULL;
 	spin_unlock_irqrestore(&srq->lock, flags);
-	if (member)
+	if (member) {
 		ib_destroy_srq(member);
+		rbond_srq_unmap(srq);
+	}
 	mutex_unlock(&bond->lock);
 	WARN_ON_ONCE(!list_empty(&srq->qps));
 	rbond_srq_free_slots(srq);
@@ -192,17 +207,24 @@ int rbond_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	return 0;
 }
 
-/* Translate @num SGEs of @pd for @rail into @out; -EINVAL: a bad lkey. */
+/*
+ * Translate @num SGEs of @pd for @rail into @out, *@kva: those with a
+ * kernel virtual address (DMA MR); -EINVAL: a bad lkey.
+ */
 static int rbond_srq_sges(struct rbond_srq *srq, const struct ib_sge *in,
-			  int num, struct ib_sge *out)
+			  int num, struct ib_sge *out, unsigned long *kva)
 {
-	int i;
+	int i, ret;
 
+	*kva = 0;
 	for (i = 0; i < num; i++) {
 		out[i] = in[i];
-		if (rbond_mr_rail_lkey(srq->pd, in[i].lkey, srq->rail,
-				       &out[i].lkey))
+		ret = rbond_mr_rail_lkey(srq->pd, in[i].lkey, srq->rail,
+					 &out[i].lkey);
+		if (ret < 0)
 			return -EINVAL;
+		if (ret)
+			*kva |= BIT(i);
 	}
 	return num;
 }
@@ -214,7 +236,8 @@ static int rbond_post_one_srq_recv(struct rbond_srq *srq,
 	struct ib_sge sge[RBOND_MAX_SGE];
 	struct ib_recv_wr mwr = {};
 	const struct ib_recv_wr *bad;
-	unsigned long flags;
+	struct rbond_dmamap *dm = NULL;
+	unsigned long flags, kva;
 	u32 slot;
 	int n, ret;
 
@@ -224,7 +247,7 @@ static int rbond_post_one_srq_recv(struct rbond_srq *srq,
 		return -EINVAL;
 	}
 	rcu_read_lock();
-	n = rbond_srq_sges(srq, wr->sg_list, wr->num_sge, sge);
+	n = rbond_srq_sges(srq, wr->sg_list, wr->num_sge, sge, &kva);
 	rcu_read_unlock();
 	if (n < 0) {
 		ibdev_dbg(&bond->ibdev, "SRQ %u: bad lkey\n", srq->id);
@@ -247,9 +270,15 @@ static int rbond_post_one_srq_recv(struct rbond_srq *srq,
 		    ((u64)srq->id << RBOND_WRID_ID_SHIFT) | slot;
 	mwr.sg_list = sge;
 	mwr.num_sge = n;
+	if (srq->dma)
+		dm = &srq->dma[slot];
 	/* under the lock: the member is not destroyed meanwhile */
-	ret = ib_post_srq_recv(srq->member, &mwr, &bad);
+	ret = rbond_dma_map(dm, srq->member->device, sge, kva,
+			    DMA_FROM_DEVICE);
+	if (!ret)
+		ret = ib_post_srq_recv(srq->member, &mwr, &bad);
 	if (ret) {
+		rbond_dma_unmap(dm);
 		__clear_bit(slot, srq->used);
 		srq->free[srq->nfree++] = slot;
 	} else {
@@ -336,6 +365,7 @@ void rbond_srq_remove_rail(struct rbond_srq *srq, unsigned int rail)
 	srq->member = NULL;
 	spin_unlock_irqrestore(&srq->lock, flags);
 	ib_destroy_srq(member);
+	rbond_srq_unmap(srq);
 	rbond_srq_raise(srq, IB_EVENT_SRQ_ERR);
 }
 
@@ -370,6 +400,8 @@ bool rbond_srq_recv_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 		return false;
 	}
 	wc.wr_id = srq->wr_id[slot];
+	if (srq->dma)
+		rbond_dma_unmap(&srq->dma[slot]);
 	__clear_bit(slot, srq->used);
 	srq->free[srq->nfree++] = slot;
 	list_for_each_entry(qp, &srq->qps, srq_list) {

@@ -388,6 +388,106 @@ static int kt_put_u64(struct kt_side *s, u32 off, u64 v)
 #define OFF_ATOM	3072	/* 8 atomic target */
 #define OFF_ARES	3080	/* 8 atomic result */
 
+/* Kernel buffer layout (offsets into kbuf; step 3 uses its first 64 bytes). */
+#define KOFF_SRC	1024	/* 256 SEND and WRITE source */
+#define KOFF_RECV	1536	/* 100 + 156 at KOFF_RECV2: two receive SGEs */
+#define KOFF_RECV2	2048
+#define KOFF_RD		2560	/* 256 READ destination */
+#define KOFF_AT		3072	/* 8 atomic result */
+
+static struct ib_sge kt_ksge(struct kt_side *s, u32 off, u32 len)
+{
+	return (struct ib_sge) { .addr = s->kbuf_dma + off, .length = len,
+				 .lkey = s->pd->local_dma_lkey };
+}
+
+/*
+ * SEND (two SGEs) into a two-SGE receive, WRITE from, READ into and
+ * FETCH_ADD into kernel buffers through the PD's local_dma_lkey: on a bond
+ * the path that maps them per member device (rdma_bond's rbond_dma.c).
+ */
+static int kt_run_kbuf(struct kt_side *x, struct kt_side *y, u8 seed)
+{
+	struct ib_sge rs[2] = { kt_ksge(y, KOFF_RECV, 100),
+				kt_ksge(y, KOFF_RECV2, 156) };
+	struct ib_sge ss[2] = { kt_ksge(x, KOFF_SRC, 128),
+				kt_ksge(x, KOFF_SRC + 128, 128) };
+	struct ib_recv_wr rwr = { .wr_id = 0x110, .sg_list = rs, .num_sge = 2 };
+	struct ib_send_wr swr = { .wr_id = 0x210, .sg_list = ss, .num_sge = 2,
+				  .opcode = IB_WR_SEND,
+				  .send_flags = IB_SEND_SIGNALED };
+	struct ib_rdma_wr wwr = { .wr = swr };
+	struct ib_atomic_wr awr = { .wr = swr };
+	u8 *src = x->kbuf + KOFF_SRC;
+	u8 tmp[256];
+	int i, ret;
+
+	for (i = 0; i < 256; i++)
+		src[i] = seed * 3 + i;
+	ret = ib_post_recv(y->qp, &rwr, NULL);
+	if (KT_BAD(!ret, "%s: post_recv into kbuf: %d", y->name, ret))
+		return -EIO;
+	ret = ib_post_send(x->qp, &swr, NULL);
+	if (KT_BAD(!ret, "%s: post SEND from kbuf: %d", x->name, ret))
+		return -EIO;
+	if (kt_expect(x, 0x210, IB_WC_SEND, -1) ||
+	    kt_expect(y, 0x110, IB_WC_RECV, 256))
+		return -EIO;
+	if (KT_BAD(!memcmp(y->kbuf + KOFF_RECV, src, 100) &&
+		   !memcmp(y->kbuf + KOFF_RECV2, src + 100, 156),
+		   "kbuf SEND data differs"))
+		return -EIO;
+
+	/* WRITE 256 bytes from kbuf into the peer's user MR */
+	wwr.wr.wr_id = 0x310;
+	wwr.wr.opcode = IB_WR_RDMA_WRITE;
+	wwr.remote_addr = y->ubuf + OFF_WDST;
+	wwr.rkey = y->mr->rkey;
+	ret = ib_post_send(x->qp, &wwr.wr, NULL);
+	if (KT_BAD(!ret, "post WRITE from kbuf: %d", ret) ||
+	    kt_expect(x, 0x310, IB_WC_RDMA_WRITE, -1))
+		return -EIO;
+	if (KT_BAD(!copy_from_user(tmp, (void __user *)(y->ubuf + OFF_WDST), 256) &&
+		   !memcmp(tmp, src, 256), "kbuf WRITE data differs"))
+		return -EIO;
+
+	/* READ it back into kbuf */
+	memset(x->kbuf + KOFF_RD, 0, 256);
+	ss[0] = kt_ksge(x, KOFF_RD, 256);
+	wwr.wr.num_sge = 1;
+	wwr.wr.wr_id = 0x410;
+	wwr.wr.opcode = IB_WR_RDMA_READ;
+	ret = ib_post_send(x->qp, &wwr.wr, NULL);
+	if (KT_BAD(!ret, "post READ into kbuf: %d", ret) ||
+	    kt_expect(x, 0x410, IB_WC_RDMA_READ, 256))
+		return -EIO;
+	if (KT_BAD(!memcmp(x->kbuf + KOFF_RD, src, 256),
+		   "kbuf READ data differs"))
+		return -EIO;
+
+	/* FETCH_ADD with its result in kbuf */
+	if (KT_BAD(!kt_put_u64(y, OFF_ATOM, 100 + seed), "put"))
+		return -EIO;
+	ss[0] = kt_ksge(x, KOFF_AT, 8);
+	*(u64 *)(x->kbuf + KOFF_AT) = 0;
+	awr.wr.num_sge = 1;
+	awr.wr.wr_id = 0x510;
+	awr.wr.opcode = IB_WR_ATOMIC_FETCH_AND_ADD;
+	awr.remote_addr = y->ubuf + OFF_ATOM;
+	awr.rkey = y->mr->rkey;
+	awr.compare_add = 1;
+	ret = ib_post_send(x->qp, &awr.wr, NULL);
+	if (KT_BAD(!ret, "post FETCH_ADD into kbuf: %d", ret) ||
+	    kt_expect(x, 0x510, IB_WC_FETCH_ADD, 8))
+		return -EIO;
+	if (KT_BAD(*(u64 *)(x->kbuf + KOFF_AT) == 100 + seed &&
+		   kt_get_u64(y, OFF_ATOM) == 101 + seed,
+		   "kbuf FETCH_ADD: got %llu, target %llu",
+		   *(u64 *)(x->kbuf + KOFF_AT), kt_get_u64(y, OFF_ATOM)))
+		return -EIO;
+	return 0;
+}
+
 static int kt_run_dir(struct kt_side *x, struct kt_side *y, u8 seed)
 {
 	struct ib_sge sge = { .lkey = x->mr->lkey };
@@ -487,6 +587,11 @@ static int kt_run_dir(struct kt_side *x, struct kt_side *y, u8 seed)
 				return -EIO;
 	}
 
+	/* 3b. Kernel buffers (local_dma_lkey) at both ends, every opcode. */
+	ret = kt_run_kbuf(x, y, seed);
+	if (ret)
+		return ret;
+
 	/* 4. RDMA WRITE: unsignaled then signaled, one completion. */
 	if (KT_BAD(!kt_fill(x, OFF_WSRC, 1024, seed + 1), "fill"))
 		return -EIO;
@@ -571,7 +676,7 @@ static int kt_run_dir(struct kt_side *x, struct kt_side *y, u8 seed)
 		if (kt_expect_none(x))
 			return -EIO;
 	}
-	pr_info("rbond_ktest: %s -> %s: SEND, SEND_WITH_IMM, dma/inline SEND, WRITE, READ, FETCH_ADD, CMP_SWP ok\n",
+	pr_info("rbond_ktest: %s -> %s: SEND, SEND_WITH_IMM, dma/inline SEND, kbuf SEND/WRITE/READ/FETCH_ADD, WRITE, READ, FETCH_ADD, CMP_SWP ok\n",
 		x->name, y->name);
 	return 0;
 }
