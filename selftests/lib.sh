@@ -327,9 +327,19 @@ rbond_install() {
 	[ -f "$RBOND_KO" ] || return 1
 	# depmod reads every module of the kernel: minutes under TCG for
 	# xz-compressed ones (Debian's 6.12); once per guest is enough.
+	# The host may have computed the index already (tools/vm/common.sh:
+	# vm_depmod_stage) for this very .ko: then copy it.
+	local st=$RBOND_TOP/.vm/depmod-$(uname -r)/lib/modules/$(uname -r) f
 	if ! cmp -s "$RBOND_KO" "$d/rdma_bond.ko" ||
 	   ! grep -q '^extra/rdma_bond.ko:' "/lib/modules/$(uname -r)/modules.dep"; then
-		mkdir -p "$d" && cp "$RBOND_KO" "$d/" && depmod -a || return 1
+		mkdir -p "$d" && cp "$RBOND_KO" "$d/" || return 1
+		if cmp -s "$RBOND_KO" "$st/extra/rdma_bond.ko" && [ -s "$st/modules.dep.bin" ]; then
+			for f in "$st"/modules.*; do
+				[ -L "$f" ] || cp "$f" "/lib/modules/$(uname -r)/" || return 1
+			done
+		else
+			depmod -a || return 1
+		fi
 	fi
 	[ -z "${RBOND_MODPARAMS:-}" ] || modprobe rdma_bond $RBOND_MODPARAMS
 }

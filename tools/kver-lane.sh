@@ -6,7 +6,7 @@
 # "N passed, N failed, N skipped".
 #
 #   tools/kver-lane.sh [--kernel KVER] [--timeout S] [--build-only]
-#                      [--all] [--budget S] [TEST...]
+#                      [--all] [--topo "loop pair"] [--budget S] [TEST...]
 #
 # The work tree (tracked and untracked-not-ignored files) is copied to
 # $REPO/.vm/src-KVER (inside the work tree: the guest hides /var/tmp and /tmp
@@ -17,6 +17,7 @@
 # --all (the default without TEST or RBOND_KVER_TESTS) runs the whole
 # suite: every loop test in one guest, then the pair suite in two guests;
 # tools/run-tests.sh does so on 6.12 after the default kernel's suites.
+# --topo loop (or pair): the whole suite of that topology only.
 # --budget S: the selftests must end within S seconds; the loop guest gets
 # S less the pair suite's ~330 s as its RBOND_SUITE_BUDGET (selftests/run.sh
 # skips, by name, a test that would overrun it), and the pair suite is
@@ -27,13 +28,14 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 
 PAIR_EST=330
-kver= timeout=2400 build_only=0 all=0 budget=0
+kver= timeout=2400 build_only=0 all=0 budget=0 topos="loop pair"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kver=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--build-only) build_only=1; shift ;;
 	--all) all=1; shift ;;
+	--topo) all=1; topos=$2; shift 2 ;;
 	--budget) budget=$2; shift 2 ;;
 	-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
 	--) shift; break ;;
@@ -99,19 +101,24 @@ out=$(mktemp)
 [ $# -eq 0 ] && [ -z "${RBOND_KVER_TESTS:-}" ] && all=1
 if [ $all = 1 ]; then
 	s0=$(date +%s)
-	lenv=()
-	if [ "$budget" -gt 0 ]; then
-		lb=$(( budget - PAIR_EST ))
-		lenv=(--env "RBOND_SUITE_BUDGET=$lb")
-		[ "$timeout" -gt $((lb + 300)) ] && timeout=$((lb + 300))
+	if [[ " $topos " == *" loop "* ]]; then
+		lenv=()
+		if [ "$budget" -gt 0 ]; then
+			lb=$(( budget - PAIR_EST ))
+			[[ " $topos " == *" pair "* ]] || lb=$budget
+			lenv=(--env "RBOND_SUITE_BUDGET=$lb")
+			[ "$timeout" -gt $((lb + 300)) ] && timeout=$((lb + 300))
+		fi
+		echo "# --- selftests on $kver, loop topology${lenv:+ (budget $lb s)} ---"
+		"$src/tools/vm/run" --kernel "$kver" --timeout "$timeout" "${lenv[@]}" \
+			-- selftests/run.sh -t loop 2>&1 | tee "$out"
+		suite loop "$out"
+		echo "# $kver loop suite took $(( $(date +%s) - s0 )) s"
 	fi
-	echo "# --- selftests on $kver, loop topology${lenv:+ (budget $lb s)} ---"
-	"$src/tools/vm/run" --kernel "$kver" --timeout "$timeout" "${lenv[@]}" \
-		-- selftests/run.sh -t loop 2>&1 | tee "$out"
-	suite loop "$out"
-	echo "# $kver loop suite took $(( $(date +%s) - s0 )) s"
 	left=$(( budget - ($(date +%s) - s0) ))
-	if [ "$budget" -gt 0 ] && [ "$left" -lt "$PAIR_EST" ]; then
+	if [[ " $topos " != *" pair "* ]]; then
+		:
+	elif [ "$budget" -gt 0 ] && [ "$left" -lt "$PAIR_EST" ]; then
 		echo "ok - $kver pair suite # SKIP $left s left of the ${budget} s budget, it takes ~${PAIR_EST} s"
 		skipn=$((skipn + 1))
 	else
