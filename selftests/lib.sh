@@ -205,6 +205,19 @@ topo_pair_up() {
 	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
 		_wait_gid "rxe_$me$r" || { log "no IPv4 GID on rail $r"; return 1; }
 	done
+	# The peer's address on each rail resolves statically, as on a
+	# lossless fabric and in the loop topology (_wire): a peer that boots
+	# later than we start (6.12, one vCPU) must not leave a FAILED
+	# neighbour entry behind, which turns our first connect into "No
+	# route to host".  Its MAC is the one tools/vm/run gave its NIC r.
+	local peer
+	peer=$([ "$me" = a ] && echo b || echo a)
+	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
+		ip neigh replace "$(rail_ip $r "$peer")" dev "$me$r" nud permanent \
+			lladdr "$(printf '52:54:00:%02x:%02x:%02x' \
+				$(( $(cksum <<< "$peer" | cut -d' ' -f1) % 256 )) 0 "$r")" ||
+			return 1
+	done
 	RBOND_TOPO=pair
 }
 
