@@ -455,6 +455,7 @@ int rbond_dma_map(struct rbond_dmamap *m, struct ib_device *dev,
 		  struct ib_sge *sge, unsigned long kva,
 		  enum dma_data_direction dir);
 void rbond_dma_unmap_dev(struct rbond_dmamap *m, u32 n, struct ib_device *dev);
+void rbond_dma_unmap_qp(struct rbond_qp *qp, struct ib_device *dev);
 enum dma_data_direction rbond_dma_send_dir(enum ib_wr_opcode op);
 
 static inline struct rbond_dmamap *

@@ -125,6 +125,27 @@ void rbond_dma_unmap_dev(struct rbond_dmamap *m, u32 n, struct ib_device *dev)
 			rbond_dma_unmap(&m[i]);
 }
 
+/**
+ * rbond_dma_unmap_qp() - undo a kernel QP's mappings made for @dev
+ * @qp: the QP (a user QP has none)
+ * @dev: the member device whose QP is gone, or NULL for all
+ *
+ * Locks: takes sq_lock and rq_lock; neither held by the caller.
+ */
+void rbond_dma_unmap_qp(struct rbond_qp *qp, struct ib_device *dev)
+{
+	unsigned long flags;
+
+	if (!qp->sq_dma)
+		return;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	rbond_dma_unmap_dev(qp->sq_dma, qp->sq_size, dev);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	rbond_dma_unmap_dev(qp->rq_dma, qp->rq_size, dev);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
 /* The direction of a send WQE's local buffers. */
 enum dma_data_direction rbond_dma_send_dir(enum ib_wr_opcode op)
 {

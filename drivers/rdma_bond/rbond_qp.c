@@ -235,14 +235,7 @@ void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 	if (qp->rcq != qp->scq)
 		rbond_cq_drain_member(qp->rcq, rail);
 	/* the member is gone: what was mapped for its device is done */
-	if (qp->sq_dma) {
-		spin_lock_irqsave(&qp->sq_lock, flags);
-		rbond_dma_unmap_dev(qp->sq_dma, qp->sq_size, dev);
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		spin_lock_irqsave(&qp->rq_lock, flags);
-		rbond_dma_unmap_dev(qp->rq_dma, qp->rq_size, dev);
-		spin_unlock_irqrestore(&qp->rq_lock, flags);
-	}
+	rbond_dma_unmap_qp(qp, dev);
 }
 
 /**
@@ -380,14 +373,7 @@ static void rbond_qp_reset(struct rbond_qp *qp)
 		if (i != qp->home)
 			rbond_qp_destroy_member(qp, i);
 	/* the home member is in RESET: nothing of the dropped WQEs runs */
-	if (qp->sq_dma) {
-		spin_lock_irqsave(&qp->sq_lock, flags);
-		rbond_dma_unmap_dev(qp->sq_dma, qp->sq_size, NULL);
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		spin_lock_irqsave(&qp->rq_lock, flags);
-		rbond_dma_unmap_dev(qp->rq_dma, qp->rq_size, NULL);
-		spin_unlock_irqrestore(&qp->rq_lock, flags);
-	}
+	rbond_dma_unmap_qp(qp, NULL);
 	rbond_mrail_qp_reset(qp);
 }
 
