@@ -60,16 +60,31 @@ static noinline int rbond_inject_post_send(void)
 	return 0;
 }
 
+/*
+ * kmemleak does not report an object while some scanned memory still holds
+ * its address: a stale copy in a cached (vmap) thread stack or a register
+ * spilled somewhere can hide one leaked object for a while, and once made
+ * the lane's self-check miss it (CI, 2026-12-02).  Leak several, each
+ * address overwritten by the next, so that at least one is truly
+ * unreferenced whatever stale copy of the last one survives.
+ */
+#define RBOND_INJECT_LEAKS 8
+
 static noinline int rbond_inject_leak(void)
 {
 	struct rbond_inject_obj *obj;
+	int i;
 
-	obj = kmalloc(sizeof(*obj), GFP_KERNEL);
-	if (!obj)
-		return -ENOMEM;
-	memset(obj, 0x5a, sizeof(*obj));
-	pr_info("rbond_inject: leaking %zu bytes\n", sizeof(*obj));
-	return 0;	/* obj is never freed nor stored */
+	for (i = 0; i < RBOND_INJECT_LEAKS; i++) {
+		obj = kmalloc(sizeof(*obj), GFP_KERNEL);
+		if (!obj)
+			return -ENOMEM;
+		memset(obj, 0x5a, sizeof(*obj));
+		/* never freed nor stored: the next kmalloc() overwrites obj */
+	}
+	pr_info("rbond_inject: leaked %d objects of %zu bytes\n",
+		RBOND_INJECT_LEAKS, sizeof(*obj));
+	return 0;
 }
 
 static noinline int rbond_inject_abba(void)
