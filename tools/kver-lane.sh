@@ -26,6 +26,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
+. "$HERE/suite-result.sh"
 
 PAIR_EST=330
 kver= timeout=2400 build_only=0 all=0 budget=0 topos="loop pair"
@@ -83,13 +84,12 @@ done
 # suite TOPO LOGFILE: add a selftests/run.sh run's closing line
 suite() {
 	local line p f s
-	line=$(grep -oE '^(\[a\] )?[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$2" |
-		tail -n1 | sed 's/^\[a\] //')
+	line=$(suite_result "$2")
 	if [ -z "$line" ]; then
 		echo "not ok - $1 selftests on $kver: no result line (guest died or timed out)"
 		failn=$((failn + 1)); return
 	fi
-	read -r p _ f _ s _ <<< "$line"
+	read -r p f s <<< "$line"
 	pass=$((pass + p)); failn=$((failn + f)); skipn=$((skipn + s))
 	if [ "$f" -eq 0 ] && grep -q 'guest kernel log has a failure report' "$2"; then
 		echo "not ok - guest kernel log clean after the $1 suite"; failn=$((failn + 1))

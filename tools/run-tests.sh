@@ -20,6 +20,7 @@
 # a deadline; RBOND_K612=0 leaves out the 6.12 suites.
 set -u
 cd "$(dirname "$0")/.." || exit 1
+. tools/suite-result.sh
 topos="debug loop pair harness k612"
 kargs=()
 while [ $# -gt 0 ]; do
@@ -42,14 +43,12 @@ pass=0 failn=0 skipn=0
 fails=$(mktemp)
 count() {	# count LOGFILE: add the closing line of a selftests/run.sh run
 	local line p f s
-	# (a pair run's lines carry a "[a] " prefix)
-	line=$(grep -oE '^(\[a\] )?[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" |
-		tail -n1 | sed 's/^\[a\] //')
+	line=$(suite_result "$1")
 	if [ -z "$line" ]; then
 		echo "# $2: no result line (guest died or timed out)"
 		failn=$((failn + 1)); return
 	fi
-	read -r p _ f _ s _ <<< "$line"
+	read -r p f s <<< "$line"
 	pass=$((pass + p)); failn=$((failn + f)); skipn=$((skipn + s))
 }
 step() {	# step NAME CMD...: one build/meta check counted as one test
