@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 260
+# time: 280
 #
 # Failover of an extra rail under traffic (Documentation/rdma_bond.rst,
 # "Failover").  Cases 1-4 run two QPs bond<->bond with relaxed-ordered MRs,
@@ -16,9 +16,10 @@
 #   1. link down (ip link set down) for 8 s: both hosts see a port error;
 #   2. silent loss (netem loss 100%) on both directions: no event, the
 #      watchdog finds the rail making no progress;
-#   3. loss in one direction only (host B's egress): host A's work on the
-#      rail stalls, A fails over and has B fence its member (FENCE), B
-#      fails over too;
+#   3. loss in one direction only (host B's egress) for 24 s: host A's
+#      work on the rail stalls, A fails over and has B fence its member
+#      (FENCE), B fails over too; the rail is not taken back while broken
+#      (rejoin probes);
 #   4. the member device removed (rdma link delete rxe_a1);
 #   5. ib_write_bw, one QP, 64 KiB, rail 1 down for 8 s: the QP takes the
 #      rail back when it returns (failback);
@@ -63,8 +64,9 @@ readd_rail1() {
 # fo_case LABEL BREAK REPAIR: rbond_verify with rail 1 broken by BREAK
 # once it carries data, repaired by REPAIR after FO_HOLD seconds
 fo_case() {
-	local label=$1 brk=$2 fix=$3 f0 r0 a0 a1= b0 vpid rc spid src us= vok
+	local label=$1 brk=$2 fix=$3 f0 r0 p0 pf0 a0 a1= b0 vpid rc spid src us= vok
 	f0=$(stat failovers); r0=$(stat failover_replayed)
+	p0=$(stat rejoin_probes); pf0=$(stat rejoin_probe_fails)
 	a0=$(hwc rbond0 rail1_failovers); b0=$(hwc rbond1 rail1_failovers)
 	prov_cs rbond1 rbond0 /tmp/fo_v "$PROGS/rbond_verify" \
 		-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
@@ -88,19 +90,16 @@ fo_case() {
 	wait $vpid; rc=$?
 	wait $spid; src=$?
 	[ -n "$a1" ] || a1=$(hwc rbond0 rail1_failovers)
-	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(hwc rbond1 rail1_failovers) - b0)), last failure to replay: ${us:-?}"
+	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(hwc rbond1 rail1_failovers) - b0)), rejoin probes $(($(stat rejoin_probes) - p0)) ($(($(stat rejoin_probe_fails) - pf0)) failed), last failure to replay: ${us:-?}"
 	[ $rc = 0 ]
 	vok=$?
-	if [ -n "${FO_XFAIL:-}" ]; then
-		log_xfail $vok "$FO_XFAIL" "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
-	else
-		log_test $vok "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
-	fi
+	log_test $vok "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
 	grep -h '^# client:\|^ok' /tmp/fo_s /tmp/fo_s.srv | sed 's/^/# stream: /'
 	[ $src = 0 ]
 	log_test $? "$label: rbond_stream: SENDs in order, none lost or duplicated, data intact, counter exact"
 	[ "$(stat failovers)" -gt "$f0" ] && [ "$a1" -gt "$a0" ]
 	log_test $? "$label: rbond0 failed over from rail 1"
+	FO_A=$((a1 - a0))
 	FO_B=$(($(hwc rbond1 rail1_failovers) - b0))
 }
 
@@ -120,18 +119,22 @@ fo_case "silent loss" \
 	"rail_shape a1 $RATE '' 100%; rail_shape b1 $RATE '' 100%" \
 	"rail_shape a1 $RATE; rail_shape b1 $RATE"
 
-# 3. loss of B's egress only: A stalls, fences B's member through FENCE
-# Known, open (issue 15): the rail stays broken one way, yet with no port
-# event it is taken back by backoff (2 s, 4 s, ...: no health check in both
-# directions yet) and fails over again; one of those re-failovers now and
-# then leaves a WQE of host B flushed (CI, 6.12, 2026-12-02: "server: write
-# #1: status Work Request Flushed Error", rbond_verify hung; also the likely
-# failure of the CI run on record, 6.1).  Reported, not failed, until fixed.
-FO_XFAIL="one-way loss: a re-failover after a rejoin by backoff can flush a WQE of the peer (issue 15, open)"
-fo_case "one-way loss" "rail_shape b1 $RATE '' 100%" "rail_shape b1 $RATE"
-FO_XFAIL=
+# 3. loss of B's egress only, for 24 s: A stalls, fences B's member
+# through FENCE.  No port event on either host: the QPs try the rail again
+# by backoff (2 s, then 4 s), and each rejoining member must first pass
+# its health probe (a SEND and its acknowledgement over the rail): while B's
+# egress is lost the probes fail and the rail is not taken back, so each
+# QP fails over from it once.  Before the probe, the rail was taken back
+# and failed over again three times within 8 s (CI, 6.12, 2026-12-02), and
+# one of those re-failovers left a WQE of B flushed.
+pf0=$(stat rejoin_probe_fails)
+FO_HOLD=24 fo_case "one-way loss" "rail_shape b1 $RATE '' 100%" "rail_shape b1 $RATE"
 [ "$FO_B" -gt 0 ]
 log_test $? "one-way loss: rbond1 fenced and failed over on rbond0's request"
+[ $((FO_A)) -ge 1 ] && [ $((FO_A)) -le 2 ]
+log_test $? "one-way loss: rbond0 failed over from rail 1 once per QP in 24 s ($FO_A for 2 QPs), not again after a rejoin"
+[ $(($(stat rejoin_probe_fails) - pf0)) -ge 1 ]
+log_test $? "one-way loss: rejoin probes found the rail broken ($(($(stat rejoin_probe_fails) - pf0)) failed)"
 
 # 4. member device removed
 fo_case "device removed" "rdma link delete rxe_a1" "readd_rail1"

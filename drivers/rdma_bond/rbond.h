@@ -57,8 +57,8 @@
 #define RBOND_MAX_MSG_SZ	0x80000000ULL
 #define RBOND_MAX_CQE		(64 * 1024 - 1)
 #define RBOND_MAX_QP_WR		(16 * 1024)
-/* qp_xa and srq_xa ids: 30 bits (the member wr_id carries one) */
-#define RBOND_QP_ID_MAX		0x3fffffff
+/* qp_xa and srq_xa ids: 29 bits (the member wr_id carries one) */
+#define RBOND_QP_ID_MAX		0x1fffffff
 /*
  * A multi-rail QP's member send queues (and the shadow queue) hold this
  * many WQEs per WQE granted: room for the chunks of split WQEs.
@@ -71,13 +71,15 @@
 #define RBOND_GUID_LOCAL_BIT	0x0200000000000000ULL
 
 /*
- * Member wr_id: SRQ flag (bit 63) | qp or srq id (30 bits) | recv flag
- * (bit 32) | sequence or SRQ slot (32 bits).
+ * Member wr_id: SRQ flag (bit 63) | rejoin probe flag (bit 62) | qp or srq
+ * id (29 bits) | recv flag (bit 32) | sequence, SRQ slot or, for a probe,
+ * the rail (32 bits).
  */
 #define RBOND_WRID_SRQ		BIT_ULL(63)
+#define RBOND_WRID_PROBE	BIT_ULL(62)
 #define RBOND_WRID_RECV		BIT_ULL(32)
 #define RBOND_WRID_ID_SHIFT	33
-#define RBOND_WRID_ID_MASK	0x3fffffff
+#define RBOND_WRID_ID_MASK	0x1fffffff
 
 enum rbond_rail_stat {
 	RBOND_STAT_TX_WQES,

@@ -431,11 +431,17 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 unsigned int rail, const struct ib_wc *mwc)
 {
-	u32 id = mwc->wr_id >> RBOND_WRID_ID_SHIFT;
+	u32 id = (mwc->wr_id >> RBOND_WRID_ID_SHIFT) & RBOND_WRID_ID_MASK;
 	u32 seq = lower_32_bits(mwc->wr_id);
 	struct rbond_qp *qp;
 
 	lockdep_assert_held(&cq->lock);
+	if (mwc->wr_id & RBOND_WRID_PROBE) {
+		qp = xa_load(&bond->qp_xa, id);
+		if (qp)
+			rbond_mq_probe_wc(qp, mwc);
+		return false;	/* the bond's own: never the application's */
+	}
 	if (mwc->wr_id & RBOND_WRID_SRQ)
 		return rbond_srq_recv_wc(bond, cq, rail, mwc);
 	qp = xa_load(&bond->qp_xa, id);

@@ -43,7 +43,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\n",
 			  atomic64_read(&rbond_ctrl_stats.probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -59,7 +59,9 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->fo_replayed),
 			  atomic64_read(&s->fo_failed),
 			  atomic64_read(&s->dma_mapped),
-			  atomic64_read(&s->dma_unmapped));
+			  atomic64_read(&s->dma_unmapped),
+			  atomic64_read(&s->rejoin_probes),
+			  atomic64_read(&s->rejoin_probe_fails));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {
@@ -163,7 +165,7 @@ static void rbond_mrail_unsize(struct rbond_qp *qp, struct rbond_mqp *mq)
 	if (!mq->sized)
 		return;
 	qp->scq->mrail_wr -= qp->slot_cap;
-	qp->rcq->mrail_wr -= qp->cap.max_recv_wr;
+	qp->rcq->mrail_wr -= qp->cap.max_recv_wr + RBOND_PROBE_RECV_WR;
 	mq->sized = false;
 }
 
@@ -213,7 +215,7 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 	if (n >= 2) {
 		/* member CQs for all-signaled member WQEs (rbond_cq_fit) */
 		qp->scq->mrail_wr += qp->slot_cap;
-		qp->rcq->mrail_wr += qp->cap.max_recv_wr;
+		qp->rcq->mrail_wr += qp->cap.max_recv_wr + RBOND_PROBE_RECV_WR;
 		mq->sized = true;
 		if (rbond_cq_fit(qp->scq) || rbond_cq_fit(qp->rcq)) {
 			rbond_mrail_unsize(qp, mq);

@@ -36,6 +36,10 @@
 #define RBOND_REJOIN_MIN_MS	2000	/* failed without a port event: retry */
 #define RBOND_REJOIN_MAX_MS	60000	/* backoff limit */
 #define RBOND_REJOIN_TRIES	25	/* QP_REQs per rejoin */
+/* a rejoin probe not answered in this long failed (rbond_mq_rejoin_probe) */
+#define RBOND_REJOIN_PROBE_MS	15000
+/* an extra member's receive queue: the peer's probe only */
+#define RBOND_PROBE_RECV_WR	1
 
 enum rbond_mstate {
 	RBOND_M_NONE,
@@ -45,6 +49,14 @@ enum rbond_mstate {
 	RBOND_M_ERR,
 };
 
+/* the health probe of a rejoining member (rbond_negotiate.c) */
+enum rbond_probe_state {
+	RBOND_PROBE_NONE,
+	RBOND_PROBE_SENT,
+	RBOND_PROBE_OK,
+	RBOND_PROBE_FAILED,
+};
+
 struct rbond_member_qp {
 	struct ib_qp *qp;
 	u32 psn;
@@ -52,6 +64,10 @@ struct rbond_member_qp {
 	s8 peer;		/* index into peer rails, -1 unpaired */
 	bool published;		/* owned by qp->member[] */
 	__be32 addr;
+	/* enum rbond_probe_state: cmpxchg from SENT by the completion */
+	u32 probe;
+	u32 probe_qpn;		/* the member the probe went to */
+	unsigned long probe_sent;	/* jiffies */
 };
 
 /*

@@ -42,6 +42,8 @@ void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail,
 			u8 reason);
 void rbond_fo_rail_up(struct rbond_dev *bond, unsigned int rail);
 void rbond_fo_rail_work(struct work_struct *work);
+/* failback (rbond_negotiate.c): a rejoin probe's completion */
+void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc);
 const char *rbond_fail_reason_name(unsigned int reason);
 void rbond_fo_init(void);
 void rbond_fo_exit(void);
@@ -66,6 +68,8 @@ struct rbond_mstats {
 	atomic64_t fo_failed;		/* failovers that could not fence */
 	atomic64_t dma_mapped;		/* kernel SGEs mapped per member */
 	atomic64_t dma_unmapped;
+	atomic64_t rejoin_probes;	/* health probes of rejoining rails */
+	atomic64_t rejoin_probe_fails;	/* ... that found the rail broken */
 };
 
 extern struct rbond_mstats rbond_mstats;

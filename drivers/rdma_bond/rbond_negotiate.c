@@ -32,10 +32,19 @@
 
 /* --- member QPs (work, mq->lock and bond->lock held) ------------------------ */
 
+/* the member wr_id of rail @i's probe (rbond_mq_rejoin_probe) */
+static u64 rbond_probe_wrid(const struct rbond_qp *qp, unsigned int i,
+			    bool recv)
+{
+	return RBOND_WRID_PROBE | ((u64)qp->id << RBOND_WRID_ID_SHIFT) |
+	       (recv ? RBOND_WRID_RECV : 0) | i;
+}
+
 static int rbond_mq_create_members(struct rbond_mqp *mq)
 {
 	struct rbond_dev *bond = mq->bond;
 	struct rbond_qp *qp = mq->qp;
+	struct ib_recv_wr rwr = {};	/* no SGE: a zero-length SEND */
 	struct ib_qp_attr attr = {};
 	unsigned int i;
 	int n = 0;
@@ -66,7 +75,7 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		init.cap.max_send_wr = qp->slot_cap;
 		init.cap.max_send_sge = qp->cap.max_send_sge;
 		init.cap.max_inline_data = qp->cap.max_inline_data;
-		init.cap.max_recv_wr = 1;
+		init.cap.max_recv_wr = RBOND_PROBE_RECV_WR;
 		init.cap.max_recv_sge = 1;
 		init.port_num = bond->rails[i].port;
 		member = ib_create_qp(qp->pd->member[i], &init);
@@ -94,6 +103,17 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		m->qp = member;
 		m->psn = get_random_u32() & RBOND_PSN_MASK;
 		m->state = RBOND_M_INIT;
+		/*
+		 * The one receive an extra member ever has: for the peer's
+		 * probe when the rail rejoins (application SENDs stay on the
+		 * home rail).  Posted before RTR, so before the peer can
+		 * see this member at RTR and probe it.
+		 */
+		rwr.wr_id = rbond_probe_wrid(qp, i, true);
+		if (ib_post_recv(member, &rwr, NULL))
+			ibdev_dbg(&bond->ibdev,
+				  "QP 0x%x: rail %u: no probe receive\n",
+				  qp->ibqp.qp_num, i);
 		n++;
 	}
 	return n;
@@ -660,13 +680,86 @@ static void rbond_mq_rejoin_rtr(struct rbond_mqp *mq)
 			mq->rejoin &= ~BIT(i);
 }
 
+/**
+ * rbond_mq_probe_wc() - the completion of a rejoin probe
+ * @qp: the QP
+ * @mwc: the member completion (RBOND_WRID_PROBE)
+ *
+ * Our probe SEND done: the rail carried it to the peer and the peer's
+ * acknowledgment back (success), or it did not.  The peer's probe
+ * received, or our probe receive flushed: nothing to do.
+ * Locks: the member CQ's bond CQ lock held (keeps @qp alive).
+ */
+void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned int r = lower_32_bits(mwc->wr_id);
+	u32 res = mwc->status == IB_WC_SUCCESS ? RBOND_PROBE_OK :
+						 RBOND_PROBE_FAILED;
+	struct rbond_member_qp *m;
+
+	if (!mq || r >= RBOND_MAX_RAILS || (mwc->wr_id & RBOND_WRID_RECV))
+		return;
+	m = &mq->m[r];
+	/* a member that rejoined since has a new QPN */
+	if (!mwc->qp || READ_ONCE(m->probe_qpn) != mwc->qp->qp_num)
+		return;
+	if (cmpxchg(&m->probe, RBOND_PROBE_SENT, res) == RBOND_PROBE_SENT)
+		rbond_mq_kick(mq, 0);
+}
+
 /*
- * The rejoining members at RTS whose peer member is at RTR go into use.
- * A rejoin whose member is not even at RTR (no new peer member named)
- * within RBOND_REJOIN_TRIES QP_REQs gives up: the new member goes, and the
- * rail is tried again later.  One at RTR stays (the peer may have paired
- * with it, and published it: only a fence may take it away) and the QP
- * keeps asking, more slowly.  mq->lock and bond->lock held.
+ * The health check of a rejoining rail before it carries data: one
+ * zero-length SEND on our new member, into the receive the peer posted on
+ * its own (rbond_mq_create_members).  Its success proves the rail works
+ * in both directions (the SEND one way, the peer's acknowledgment the
+ * other), which neither a port event nor a backoff timer does: a rail
+ * that lost one direction only would be taken back, fail again, and
+ * every such failover costs a fence and a replay.  No access right is
+ * needed (a WRITE would need the application's REMOTE_WRITE).  Unanswered
+ * within RBOND_REJOIN_PROBE_MS, or failed (retry exceeded): the rejoin
+ * gives up and the rail is tried again after its backoff.
+ * mq->lock and bond->lock held.  Returns enum rbond_probe_state.
+ */
+static u32 rbond_mq_rejoin_probe(struct rbond_mqp *mq, unsigned int i)
+{
+	struct rbond_member_qp *m = &mq->m[i];
+	unsigned long limit = msecs_to_jiffies(RBOND_REJOIN_PROBE_MS);
+	struct ib_send_wr wr = {
+		.wr_id = rbond_probe_wrid(mq->qp, i, false),
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	lockdep_assert_held(&mq->lock);
+	if (READ_ONCE(m->probe) == RBOND_PROBE_NONE) {
+		m->probe_qpn = m->qp->qp_num;
+		m->probe_sent = jiffies;
+		WRITE_ONCE(m->probe, RBOND_PROBE_SENT);
+		atomic64_inc(&rbond_mstats.rejoin_probes);
+		if (ib_post_send(m->qp, &wr, NULL))
+			WRITE_ONCE(m->probe, RBOND_PROBE_FAILED);
+		else
+			rbond_mq_kick_later(mq, limit);
+	} else if (READ_ONCE(m->probe) == RBOND_PROBE_SENT &&
+		   time_after(jiffies, m->probe_sent + limit)) {
+		cmpxchg(&m->probe, RBOND_PROBE_SENT, RBOND_PROBE_FAILED);
+	}
+	return READ_ONCE(m->probe);
+}
+
+/*
+ * The rejoining members at RTS whose peer member is at RTR go into use
+ * once their probe came back (rbond_mq_rejoin_probe()); a failed probe
+ * gives the rejoin up.  A rejoin whose member is not even at RTR (no new
+ * peer member named) within RBOND_REJOIN_TRIES QP_REQs gives up too: the
+ * new member goes, and the rail is tried again later.  One at RTR stays
+ * (the peer may have paired with it, and published it: only a fence may
+ * take it away) and the QP keeps asking, more slowly.  A member whose
+ * probe failed goes although the peer may have published its own (its
+ * probe got through just before the rail broke): the peer's WQEs on it
+ * then fail over as from any dead rail, fenced (a member that is gone is
+ * stopped) and replayed.  mq->lock and bond->lock held.
  */
 static void rbond_mq_rejoin_publish(struct rbond_mqp *mq, bool rts)
 {
@@ -679,11 +772,25 @@ static void rbond_mq_rejoin_publish(struct rbond_mqp *mq, bool rts)
 		j = mq->m[i].peer;
 		if (rts && j >= 0 && mq->m[i].state == RBOND_M_RTS &&
 		    (mq->peer_rail[j].state == RBOND_M_RTR ||
-		     mq->peer_rail[j].state == RBOND_M_RTS))
-			ready |= BIT(i);
-		else if (mq->tries > RBOND_REJOIN_TRIES &&
-			 mq->m[i].state < RBOND_M_RTR)
+		     mq->peer_rail[j].state == RBOND_M_RTS)) {
+			switch (rbond_mq_rejoin_probe(mq, i)) {
+			case RBOND_PROBE_OK:
+				ready |= BIT(i);
+				break;
+			case RBOND_PROBE_FAILED:
+				atomic64_inc(&rbond_mstats.rejoin_probe_fails);
+				ibdev_dbg(&mq->bond->ibdev,
+					  "QP 0x%x: rail %u failed its rejoin probe\n",
+					  mq->qp->ibqp.qp_num, i);
+				give_up |= BIT(i);
+				break;
+			default:	/* its completion runs the work */
+				break;
+			}
+		} else if (mq->tries > RBOND_REJOIN_TRIES &&
+			   mq->m[i].state < RBOND_M_RTR) {
 			give_up |= BIT(i);
+		}
 	}
 	done = ready ? rbond_mq_publish_rails(mq, ready) : 0;
 	mq->rejoin &= ~done;
