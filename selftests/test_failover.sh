@@ -161,7 +161,8 @@ bw_wait() { local rc; wait $CPID; rc=$?; wait $SPID || rc=1; return $rc; }
 # takes it back (no new QP) and the transfer completes
 m=$(dmesg_mark)
 bw_start rbond1 rbond0 3000
-wait_striping && sleep 2
+wait_striping && sleep 2 ||
+	log "failback: rail 1 never carried data; rbond0 QPs: $(rdma res show qp link rbond0/1 -dd 2>/dev/null | grep -oE 'lqpn [0-9]+|rails_[a-z]+ 0x[0-9a-f]+|state [A-Z]+' | tr '\n' ' ')"
 rail_down a1; sleep 8; rail_up a1
 log "failback: rail 1 up again at $(date +%T)"
 t0=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
@@ -169,6 +170,7 @@ sleep 6
 t1=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
 bw_wait; rc=$?
 dmesg | tail -n +$((m + 1)) | grep -E 'rail 1 (up|back)' | sed 's/^/# /'
+[ $rc = 0 ] || tail -n 5 /tmp/fo_bw /tmp/fo_bw.srv | sed 's/^/#   /'
 [ $rc = 0 ]
 log_test $? "failback: ib_write_bw completes across an 8 s link loss (rc $rc)"
 [ $((t1 - t0)) -gt 2000000 ]

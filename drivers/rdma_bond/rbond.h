@@ -320,6 +320,12 @@ struct rbond_qp {
 	/* application WQEs in [sq_tail, sq_head): at most cap.max_send_wr */
 	u32 sq_wqes;
 	bool sq_failed;			/* error delivered: the rest flush */
+	/*
+	 * A WQE completed with an error not yet delivered (the WQEs before
+	 * it are still out): nothing more goes to a member, as RC executes
+	 * nothing after an error; what waits is flushed with sq_failed.
+	 */
+	bool sq_erring;
 	/* chunks delivered ahead of their WQE's last chunk (sq_lock) */
 	u32 chunk_bytes;
 	u32 chunk_vendor_err;

@@ -211,6 +211,8 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail,
 		e->flags |= RBOND_SWQE_DONE;
 		found = true;
 	}
+	if (found)
+		qp->sq_erring = true;
 	qp->fo_rails &= ~BIT(rail);
 	if (found) {
 		ibdev_dbg(qp->ibqp.device,
@@ -331,6 +333,13 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 		spin_unlock(&qp->sq_lock);
 		return false;
 	}
+	/*
+	 * The application's error: nothing behind it may reach the peer
+	 * (an ordering point the error releases would, with the WQE
+	 * before it failed: a SEND announcing data its WRITE never put).
+	 */
+	if (mwc->status != IB_WC_SUCCESS)
+		qp->sq_erring = true;
 	rbond_sched_done(&qp->s, e);
 	e->status = mwc->status;
 	e->vendor_err = mwc->vendor_err;

@@ -104,9 +104,11 @@ bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
  *
  * A WQE of a rail the QP is failing over (its member flushed it, or it
  * failed there for whatever reason), and one that ends with retry
- * exceeded, which starts the failover: not delivered but marked for
- * replay (RBOND_SWQE_REPLAY), still counted in flight by the scheduler.
- * Anything else is the application's error, delivered as it is.
+ * exceeded, a local QP operation error or a flush with no error of the
+ * application's before it, which starts the failover: not delivered but
+ * marked for replay (RBOND_SWQE_REPLAY), still counted in flight by the
+ * scheduler.  Anything else is the application's error, delivered as it
+ * is.
  * Locks: the send CQ's lock and sq_lock held.
  * Return: true when the slot was caught for replay.
  */
@@ -126,6 +128,20 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 			reason = RBOND_FAIL_RETRY;
 			break;
 		case IB_WC_FATAL_ERR:
+		/*
+		 * rxe of 6.12 fails the WQE whose packet the rail's netdev
+		 * refused (link down) with a local QP operation error, and
+		 * its member to error, before the port event reaches us; an
+		 * extra rail carries only WRITE and READ chunks the bond
+		 * built and checked, so neither is the application's.
+		 */
+		case IB_WC_LOC_QP_OP_ERR:
+			reason = RBOND_FAIL_QP_FATAL;
+			break;
+		case IB_WC_WR_FLUSH_ERR:
+			/* the member went to error with no error of ours first */
+			if (qp->sq_erring)
+				return false;
 			reason = RBOND_FAIL_QP_FATAL;
 			break;
 		default:

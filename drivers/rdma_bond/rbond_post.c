@@ -312,6 +312,8 @@ static void rbond_sq_complete(struct rbond_qp *qp, u32 seq, u8 status)
 	lockdep_assert_held(&qp->sq_lock);
 	e->status = status;
 	e->flags |= RBOND_SWQE_DONE | RBOND_SWQE_SIGNALED;
+	if (status != IB_WC_SUCCESS)
+		qp->sq_erring = true;
 }
 
 /*
@@ -517,12 +519,12 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	}
 	if (!qp->pend)		/* nothing ever waits: one rail */
 		ok = allowed & qp->s.rails_up;
-	else if (qp->pend_head == qp->pend_tail)
+	else if (qp->pend_head == qp->pend_tail && !qp->sq_erring)
 		ok = rbond_sched_allowed(&qp->s, cl, &w.wr.send,
 					 READ_ONCE(bond->ordering), rd_max,
 					 allowed);
 	else
-		ok = 0;		/* behind a waiting WQE */
+		ok = 0;		/* behind a waiting WQE, or an error */
 	if (!ok) {
 		/* an ordering point: wait for completions on other rails */
 		ret = rbond_post_wait(qp, &w);
@@ -616,7 +618,7 @@ bool rbond_post_drain(struct rbond_qp *qp)
 	u8 cl;
 
 	lockdep_assert_held(&qp->sq_lock);
-	while (qp->pend_tail != qp->pend_head) {
+	while (qp->pend_tail != qp->pend_head && !qp->sq_erring) {
 		w = &qp->pend[qp->pend_tail & (qp->pend_size - 1)];
 		cl = rbond_wqe_plan(qp, w, &allowed, rkeys, &have_keys);
 		ok = rbond_sched_allowed(&qp->s, cl, &w->wr.send,
