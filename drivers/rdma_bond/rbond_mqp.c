@@ -513,10 +513,12 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	/*
 	 * Only now: the QP is out of qp_xa and its CQs' locks were taken
 	 * since, so no completion is being processed that could queue the
-	 * work again (rbond_mrail_qp_failed).
+	 * work again (rbond_mrail_qp_failed(), rbond_fo_catch(), and a
+	 * rejoin probe's completion: rbond_mq_probe_wc()).
 	 */
 	cancel_work_sync(&mq->fail_work);
 	cancel_delayed_work_sync(&mq->fo_work);
+	cancel_delayed_work_sync(&mq->work);
 	mutex_lock(&mq->bond->lock);
 	rbond_mrail_unsize(qp, mq);
 	mutex_unlock(&mq->bond->lock);

@@ -704,7 +704,8 @@ void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
 	/* a member that rejoined since has a new QPN */
 	if (!mwc->qp || READ_ONCE(m->probe_qpn) != mwc->qp->qp_num)
 		return;
-	if (cmpxchg(&m->probe, RBOND_PROBE_SENT, res) == RBOND_PROBE_SENT)
+	if (cmpxchg(&m->probe, RBOND_PROBE_SENT, res) == RBOND_PROBE_SENT &&
+	    !READ_ONCE(mq->dead))
 		rbond_mq_kick(mq, 0);
 }
 
