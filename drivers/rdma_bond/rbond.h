@@ -378,6 +378,13 @@ static inline struct rbond_qp *to_rbond_qp(struct ib_qp *ibqp)
 	return container_of(ibqp, struct rbond_qp, ibqp);
 }
 
+/* a member wr_id of @qp (see RBOND_WRID_SRQ) */
+static inline u64 rbond_wrid(const struct rbond_qp *qp, bool recv, u32 seq)
+{
+	return ((u64)qp->id << RBOND_WRID_ID_SHIFT) |
+	       (recv ? RBOND_WRID_RECV : 0) | seq;
+}
+
 static inline struct rbond_srq *to_rbond_srq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct rbond_srq, ibsrq);

@@ -211,10 +211,9 @@ void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail,
 		e->flags |= RBOND_SWQE_DONE;
 		found = true;
 	}
-	if (found)
-		qp->sq_erring = true;
 	qp->fo_rails &= ~BIT(rail);
 	if (found) {
+		qp->sq_erring = true;
 		ibdev_dbg(qp->ibqp.device,
 			  "QP 0x%x: WQEs on lost rail %u failed\n",
 			  qp->ibqp.qp_num, rail);
@@ -445,17 +444,15 @@ bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 	struct rbond_qp *qp;
 
 	lockdep_assert_held(&cq->lock);
-	if (mwc->wr_id & RBOND_WRID_PROBE) {
-		qp = xa_load(&bond->qp_xa, id);
-		if (qp)
-			rbond_mq_probe_wc(qp, mwc);
-		return false;	/* the bond's own: never the application's */
-	}
 	if (mwc->wr_id & RBOND_WRID_SRQ)
 		return rbond_srq_recv_wc(bond, cq, rail, mwc);
 	qp = xa_load(&bond->qp_xa, id);
 	if (!qp)
 		return false;	/* QP being destroyed */
+	if (mwc->wr_id & RBOND_WRID_PROBE) {
+		rbond_mq_probe_wc(qp, mwc);
+		return false;	/* the bond's own: never the application's */
+	}
 	if (mwc->wr_id & RBOND_WRID_RECV) {
 		if (WARN_ON_ONCE(qp->rcq != cq))
 			return false;

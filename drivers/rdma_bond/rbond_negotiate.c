@@ -32,14 +32,6 @@
 
 /* --- member QPs (work, mq->lock and bond->lock held) ------------------------ */
 
-/* the member wr_id of rail @i's probe (rbond_mq_rejoin_probe) */
-static u64 rbond_probe_wrid(const struct rbond_qp *qp, unsigned int i,
-			    bool recv)
-{
-	return RBOND_WRID_PROBE | ((u64)qp->id << RBOND_WRID_ID_SHIFT) |
-	       (recv ? RBOND_WRID_RECV : 0) | i;
-}
-
 static int rbond_mq_create_members(struct rbond_mqp *mq)
 {
 	struct rbond_dev *bond = mq->bond;
@@ -109,7 +101,7 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		 * home rail).  Posted before RTR, so before the peer can
 		 * see this member at RTR and probe it.
 		 */
-		rwr.wr_id = rbond_probe_wrid(qp, i, true);
+		rwr.wr_id = RBOND_WRID_PROBE | rbond_wrid(qp, true, i);
 		if (ib_post_recv(member, &rwr, NULL))
 			ibdev_dbg(&bond->ibdev,
 				  "QP 0x%x: rail %u: no probe receive\n",
@@ -727,7 +719,7 @@ static u32 rbond_mq_rejoin_probe(struct rbond_mqp *mq, unsigned int i)
 	struct rbond_member_qp *m = &mq->m[i];
 	unsigned long limit = msecs_to_jiffies(RBOND_REJOIN_PROBE_MS);
 	struct ib_send_wr wr = {
-		.wr_id = rbond_probe_wrid(mq->qp, i, false),
+		.wr_id = RBOND_WRID_PROBE | rbond_wrid(mq->qp, false, i),
 		.opcode = IB_WR_SEND,
 		.send_flags = IB_SEND_SIGNALED,
 	};

@@ -52,12 +52,6 @@ struct rbond_wqe {
 	struct ib_sge sge[RBOND_MAX_SGE];
 };
 
-static inline u64 rbond_wrid(const struct rbond_qp *qp, bool recv, u32 seq)
-{
-	return ((u64)qp->id << RBOND_WRID_ID_SHIFT) |
-	       (recv ? RBOND_WRID_RECV : 0) | seq;
-}
-
 static u32 rbond_inl_stride(const struct rbond_qp *qp)
 {
 	return ALIGN(qp->cap.max_inline_data, 8);
