@@ -493,10 +493,11 @@ static bool server_stale(void)
 
 /*
  * E (-E, alone: it leaves the QP in error).  n WRITEs, one WRITE past the
- * end of the peer's MR, n more WRITEs, all signaled: RC says the n first
- * succeed, the bad one fails with its own error, everything after it is
- * flushed (even WQEs that another rail had already carried) and the QP is
- * in the error state, where a new WQE is flushed as well.
+ * end of the peer's MR, n more WRITEs and a SEND, all signaled: RC says the
+ * n first succeed, the bad one fails with its own error, everything after
+ * it is flushed (even WQEs that another rail had already carried), the
+ * SEND never reaches the peer's receive, and the QP is in the error state,
+ * where a new WQE is flushed as well.
  */
 static bool client_error(void)
 {
@@ -531,6 +532,10 @@ static bool client_error(void)
 		ok = !post(0xE000 + i, IBV_WR_RDMA_WRITE, b_src + region(i % n),
 			   opt.size, mr_src->lkey, raddr, peer.data_rkey, 0, 0);
 	}
+	/* the SEND: its receive on the peer must stay unconsumed */
+	ok = ok && !post(0xE000 + k, IBV_WR_SEND, b_src, 64, mr_src->lkey,
+			 0, 0, 0, 0);
+	k++;
 	got = ok ? poll_n(cq, wc, k, opt.timeout_s * 1000) : 0;
 	if (ok && got != k) {
 		diag("%d of %d completions", got, k);
@@ -561,7 +566,7 @@ static bool client_error(void)
 			ok = false;
 		}
 	}
-	tap_ok(ok, "E. %d WRITEs succeed, the bad one fails (%s), the %d after it are flushed, in order",
+	tap_ok(ok, "E. %d WRITEs succeed, the bad one fails (%s), the %d WRITEs and the SEND after it are flushed, in order",
 	       n, ok ? wc_status_name(wc[n].status) : "-", n);
 	/* the QP is in error (the bond moves its members there: allow 5 s) */
 	qa.qp_state = IBV_QPS_RTS;
@@ -587,6 +592,36 @@ static bool client_error(void)
 	}
 	free(wc);
 	return sync_ok(sock, ok);
+}
+
+/*
+ * E, the target: one receive posted before the client's WQEs; once the
+ * client is done, it must not have completed successfully (a SEND posted
+ * after the failed WRITE would have consumed it).  Flushed, or still
+ * posted, are both what RC gives.
+ */
+static bool server_error(void)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)b_flag + 2048, .length = 64,
+			       .lkey = mr_flag->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 0xE300, .sg_list = &sge,
+				   .num_sge = 1 }, *bad;
+	struct ibv_wc wc;
+	bool ok;
+	int got;
+
+	ok = !ibv_post_recv(qp, &rwr, &bad);
+	if (!ok)
+		diag("ibv_post_recv: %s", strerror(errno));
+	ok = sync_ok(sock, ok);
+	ok = sync_ok(sock, ok);		/* the client's checks are done */
+	got = ibv_poll_cq(cq, 1, &wc);
+	tap_ok(got == 0 || (got == 1 && wc.wr_id == 0xE300 &&
+			    wc.status != IBV_WC_SUCCESS),
+	       "E. (target) the SEND after the failed WRITE never arrived (receive %s)",
+	       got == 0 ? "still posted" : got < 0 ? "poll error" :
+	       wc_status_name(wc.status));
+	return ok && got >= 0 && (got == 0 || wc.status != IBV_WC_SUCCESS);
 }
 
 int main(int argc, char **argv)
@@ -706,8 +741,7 @@ int main(int argc, char **argv)
 		if (opt.server)
 			client_error();
 		else
-			tap_ok(sync_ok(sock, sync_ok(sock, true)),
-			       "E. (target) the client's error case ran");
+			tap_ok(server_error(), "E. (target) the client's error case ran");
 	} else if (opt.server) {
 		if (client_flag() && client_write_read() && client_atomics())
 			client_stale();

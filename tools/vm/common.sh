@@ -142,3 +142,17 @@ VM_BAD_RE='Kernel panic|Oops|BUG:|WARNING:|general protection fault|Call Trace:|
 vm_log_bad() {
 	grep -E "$VM_BAD_RE" "$1" >/dev/null 2>&1
 }
+
+# One line naming the first report in log $1: its first line, the first
+# RIP and the first frames, so that a summary that keeps only the
+# "failure report" line (run-tests.sh, a CI excerpt) still says what broke.
+vm_log_first_report() {
+	awk -v re="$VM_BAD_RE" '
+		!seen && $0 ~ re { seen = 1; out = $0; next }
+		seen && /RIP: / && !rip { rip = 1; out = out " | " $0 }
+		seen && n < 4 && match($0, /\]  [A-Za-z_][A-Za-z0-9_.]*\+0x/) {
+			n++; out = out " < " substr($0, RSTART + 3, RLENGTH - 6) }
+		seen && n >= 4 && rip { exit }
+		END { if (seen) print out }' "$1" 2>/dev/null |
+		sed -E 's/\[ *[0-9]+\.[0-9]+\] //g' | cut -c1-400
+}
