@@ -50,7 +50,9 @@ static void rbond_qp_unfold_chunks(struct rbond_qp *qp, struct rbond_swqe *e)
  * @qp: the QP, whose home member is gone
  *
  * Send and receive queues both, in posting order; a send WQE that had
- * completed keeps its status.  The CQs' consumers are notified if armed.
+ * completed keeps its status unless an error comes before it (RC: after
+ * the first error everything flushes, also a WQE another rail had
+ * already carried).  The CQs' consumers are notified if armed.
  * Locks: bond->lock held (rail removal); the CQs' and queues' locks not
  * held (taken here).
  */
@@ -63,6 +65,7 @@ void rbond_qp_flush(struct rbond_qp *qp)
 	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	spin_lock_irqsave(&qp->scq->lock, flags);
 	spin_lock(&qp->sq_lock);
+	qp->sq_erring = true;
 	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++) {
 		struct rbond_swqe *e = rbond_sq_slot(qp, qp->sq_tail);
 
@@ -75,15 +78,19 @@ void rbond_qp_flush(struct rbond_qp *qp)
 		}
 		qp->sq_wqes--;
 		rbond_qp_unfold_chunks(qp, e);
-		if ((e->flags & RBOND_SWQE_DONE) &&
-		    e->status == IB_WC_SUCCESS &&
-		    !(e->flags & RBOND_SWQE_SIGNALED))
-			continue;
-		wc.wr_id = e->wr_id;
-		wc.opcode = e->opcode;
 		wc.status = (e->flags & RBOND_SWQE_DONE) ? e->status :
 							     IB_WC_WR_FLUSH_ERR;
 		wc.byte_len = e->byte_len;
+		if (qp->sq_failed && wc.status == IB_WC_SUCCESS) {
+			wc.status = IB_WC_WR_FLUSH_ERR;
+			wc.byte_len = 0;
+		}
+		if (wc.status != IB_WC_SUCCESS)
+			qp->sq_failed = true;
+		else if (!(e->flags & RBOND_SWQE_SIGNALED))
+			continue;
+		wc.wr_id = e->wr_id;
+		wc.opcode = e->opcode;
 		rbond_cq_push(qp->scq, &wc);
 	}
 	spin_unlock(&qp->sq_lock);
