@@ -88,6 +88,9 @@ start_load() {
 	# without striping a case still runs (and must pass), it says so
 	if [ "$(stat striped)" -le "$((s0 + 16))" ]; then
 		log "WARNING: traffic not striped: $(tr '\n' ' ' < $P/mrail_stats)"
+		log "rbond0: $(rdma statistic show link rbond0/1 2>/dev/null |
+			       grep -oE 'rail[0-9]_tx_wqes [0-9]+' | tr '\n' ' ')"
+		tail -n 3 /tmp/td.cli | sed 's/^/#   client: /'
 		NOT_STRIPED=$((NOT_STRIPED + 1))
 	fi
 	sleep 1

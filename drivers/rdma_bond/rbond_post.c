@@ -780,6 +780,8 @@ void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok)
 	qp->s.rails_up = home_ok ? BIT(qp->home) : 0;
 	memset(qp->s.inflight_cl, 0, sizeof(qp->s.inflight_cl));
 	memset(qp->s.rd_inflight, 0, sizeof(qp->s.rd_inflight));
+	qp->s.solo_since = 0;
+	qp->s.draining = false;
 }
 
 /* Receives: one queue, on the home rail. */

@@ -392,6 +392,9 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey,
 		*resolving = st == RBOND_RK_PENDING ||
 			     (st == RBOND_RK_SENT &&
 			      READ_ONCE(e->tries) < RBOND_RKEY_TRIES);
+		pr_debug_ratelimited("QP 0x%x: rkey 0x%x untranslated: state %u tries %u (asked by QP 0x%x)\n",
+				     mq->qp->ibqp.qp_num, rkey, st,
+				     READ_ONCE(e->tries), e->src_qpn);
 		return NULL;
 	}
 	atomic64_inc(&rbond_mstats.rkey_misses);
@@ -653,6 +656,10 @@ u8 rbond_rkey_classify(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	if (!e)			/* home rail for good */
 		return ord == RBOND_ORDER_RELAXED ? cl : RBOND_CL_STRICT;
 	*allowed = rbond_rkey_rails(mq, e, need);
+	if (*allowed == BIT(mq->qp->home))
+		pr_debug_ratelimited("QP 0x%x: rkey 0x%x on the home rail only: access 0x%x rail_valid 0x%x rails_up 0x%lx\n",
+				     qp->ibqp.qp_num, e->rkey, e->access,
+				     e->rail_valid, qp->s.rails_up);
 	*have_keys = true;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		int pr = mq->m[i].peer;

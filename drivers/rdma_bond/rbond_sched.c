@@ -281,6 +281,55 @@ static unsigned long rbond_sched_room(const struct rbond_sched *s,
 	return rails & ~full;
 }
 
+/* Relaxed WQEs kept to one rail this long have it drained (below). */
+#define RBOND_SOLO_MS		100
+
+/*
+ * A relaxed WQE of class @cl may go on @ok of @allowed: the rails its
+ * ordering leaves it.  A QP whose relaxed traffic mixes WRITEs and READs
+ * can settle on one rail for good (after a failover put everything on
+ * the home rail, or a burst of one class filled one rail): that rail
+ * always takes the next WQE (RC orders it there), and the idle rails
+ * never do, since the busy rail always holds WQEs of the other class
+ * as well.  After RBOND_SOLO_MS of that, relaxed WQEs wait until the
+ * rail holds their class only (one drain: its WQEs of the other class
+ * complete), and then spread over the rails again.  What this costs a
+ * QP that alternates classes WQE by WQE: one drain per RBOND_SOLO_MS.
+ */
+static unsigned long rbond_sched_unstick(struct rbond_sched *s, u8 cl,
+					 unsigned long allowed,
+					 unsigned long ok)
+{
+	unsigned long idle = 0;
+	unsigned int r;
+
+	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS)
+		if (!s->inflight[r])
+			idle |= BIT(r);
+	if (hweight_long(ok) != 1 || !(idle & ~ok)) {
+		s->solo_since = 0;	/* spread, waiting, or nowhere else */
+		s->draining = false;
+		return ok;
+	}
+	r = __ffs(ok);
+	if (s->inflight[r] == s->inflight_cl[r][cl] +
+			      s->inflight_cl[r][RBOND_CL_UNRESOLVED(cl)]) {
+		s->draining = false;	/* drained: the next one spreads */
+		return ok;
+	}
+	if (!s->draining) {
+		if (!s->solo_since) {
+			s->solo_since = jiffies;
+			return ok;
+		}
+		if (time_before(jiffies, s->solo_since +
+					 msecs_to_jiffies(RBOND_SOLO_MS)))
+			return ok;
+		s->draining = true;
+	}
+	return 0;	/* an ordering point: wait for the drain */
+}
+
 /**
  * rbond_sched_allowed() - the rails a WQE may go on now
  * @s: the QP's scheduler
@@ -301,11 +350,12 @@ static unsigned long rbond_sched_room(const struct rbond_sched *s,
  * (@rd_max) on the rail: one that would queue inside the member QP is
  * better placed on a rail with room, and the member never sits at its
  * limit.  Relaxed WQEs under the adaptive policy also need room in the
- * rail's window (rbond_sched_room()).
+ * rail's window (rbond_sched_room()), and wait for a drain when mixed
+ * classes have kept them on one rail too long (rbond_sched_unstick()).
  * Locks: the QP's sq_lock held.
  * Return: those rails, 0 if the WQE must wait for completions.
  */
-unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
+unsigned long rbond_sched_allowed(struct rbond_sched *s, u8 cl,
 				  const struct ib_send_wr *wr,
 				  enum rbond_ordering ord, u32 rd_max,
 				  unsigned long allowed)
@@ -343,7 +393,9 @@ unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
 			ok |= BIT(r);
 	}
 	ok = rbond_sched_rd_free(s, ok, wr->opcode, rd_max, NULL);
-	return relaxed ? rbond_sched_room(s, ok) : ok;
+	if (!relaxed)
+		return ok;
+	return rbond_sched_unstick(s, cl, allowed, rbond_sched_room(s, ok));
 }
 
 /* A member WQE goes out on @r: an idle rail starts a measurement window. */

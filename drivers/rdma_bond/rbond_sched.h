@@ -87,6 +87,9 @@ struct rbond_sched {
 	u32 rr;
 	/* jiffies: last completion, or start of a busy period (failover) */
 	unsigned long progress[RBOND_MAX_RAILS];
+	/* relaxed WQEs kept to one rail by other classes: since, draining */
+	unsigned long solo_since;
+	bool draining;
 };
 
 /**
@@ -119,7 +122,7 @@ static inline bool rbond_policy_windowed(enum rbond_policy pol)
 	return pol < RBOND_NR_POLICIES && rbond_policies[pol].windowed;
 }
 
-unsigned long rbond_sched_allowed(const struct rbond_sched *s, u8 cl,
+unsigned long rbond_sched_allowed(struct rbond_sched *s, u8 cl,
 				  const struct ib_send_wr *wr,
 				  enum rbond_ordering ord, u32 rd_max,
 				  unsigned long allowed);
