@@ -306,11 +306,13 @@ static unsigned long rbond_sched_unstick(struct rbond_sched *s, u8 cl,
 	for_each_set_bit(r, &allowed, RBOND_MAX_RAILS)
 		if (!s->inflight[r])
 			idle |= BIT(r);
-	if (hweight_long(ok) != 1 || !(idle & ~ok)) {
-		s->solo_since = 0;	/* spread, waiting, or nowhere else */
+	if (hweight_long(ok) > 1 || !(idle & ~ok)) {
+		s->solo_since = 0;	/* spread, or nowhere else to go */
 		s->draining = false;
 		return ok;
 	}
+	if (!ok)	/* the one rail is full: still stuck, keep the clock */
+		return 0;
 	r = __ffs(ok);
 	if (s->inflight[r] == s->inflight_cl[r][cl] +
 			      s->inflight_cl[r][RBOND_CL_UNRESOLVED(cl)]) {
