@@ -265,6 +265,11 @@ rail_shape() {
 rail_unshape() { tc qdisc del dev "$1" root 2>/dev/null; true; }
 rail_down() { ip link set "$1" down; }
 rail_up() { ip link set "$1" up; }
+# rdma_hw_stat DEV COUNTER: a counter of DEV's port 1 (rdma statistic)
+rdma_hw_stat() {
+	rdma statistic show link "$1/1" 2>/dev/null | tr ' ' '\n' |
+		awk -v k="$2" 'p { print; exit } $0 == k { p = 1 }'
+}
 rail_tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
 rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
 

@@ -21,9 +21,6 @@ topo_up || fail "topology"
 trap 'rmmod rbond_ktest 2>/dev/null; topo_down' EXIT
 rbond_install || fail "install"
 
-stat() {	# stat DEV COUNTER
-	rdma statistic show link "$1/1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -1
-}
 
 ktest() {	# ktest DEV_A DEV_B [keep=1]: load rbond_ktest, report
 	local rc
@@ -35,14 +32,14 @@ ktest() {	# ktest DEV_A DEV_B [keep=1]: load rbond_ktest, report
 test_bond_bond() {
 	local rc=0 before after
 	rbond_create rbond0 a && rbond_create rbondb b || { log_test 1 "bonds"; return; }
-	before=$(stat rbond0 rail0_tx_wqes)
+	before=$(rdma_hw_stat rbond0 rail0_tx_wqes)
 	ktest rbond0 rbondb keep=1 || rc=1
-	after=$(stat rbond0 rail0_tx_wqes)
+	after=$(rdma_hw_stat rbond0 rail0_tx_wqes)
 	log "rbond0 rail0_tx_wqes $before -> $after"
 	[ "$after" -gt "$before" ] || rc=1
-	[ "$(stat rbond0 rail0_completions)" -gt 0 ] || rc=1
-	[ "$(stat rbond0 rail0_rx_bytes)" -gt 0 ] || rc=1
-	[ "$(stat rbond0 rail0_errors)" -eq 0 ] || rc=1
+	[ "$(rdma_hw_stat rbond0 rail0_completions)" -gt 0 ] || rc=1
+	[ "$(rdma_hw_stat rbond0 rail0_rx_bytes)" -gt 0 ] || rc=1
+	[ "$(rdma_hw_stat rbond0 rail0_errors)" -eq 0 ] || rc=1
 	log_test $rc "bond <-> bond: SEND/RECV, WRITE, READ, atomics; counters move"
 
 	rc=0

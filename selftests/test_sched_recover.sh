@@ -23,8 +23,7 @@ T=$PROGS/rbond_teardown
 RATE=${SR_RATE:-40mbit}
 PORT=19850
 
-txw() { rdma statistic show link rbond0/1 2>/dev/null | tr ' ' '\n' |
-	awk -v k="rail$1_tx_wqes" 'p { print; exit } $0 == k { p = 1 }'; }
+txw() { rdma_hw_stat rbond0 "rail$1_tx_wqes"; }
 
 for d in a0 b0; do rail_shape $d "$RATE"; done
 for d in a1 b1; do rail_shape $d "$RATE" 1000ms; done

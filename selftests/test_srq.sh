@@ -19,8 +19,6 @@ require_cmd ibv_srq_pingpong ibv_devinfo
 prov_up both
 echo 1 > /sys/module/rdma_bond/parameters/multirail
 
-hwc() { rdma statistic show link "$1/1" 2>/dev/null |
-	tr ' ' '\n' | awk -v k="$2" 'p { print; exit } $0 == k { p = 1 }'; }
 
 info=$(ibv_devinfo -v -d rbond0)
 srq=$(echo "$info" | awk '$1 == "max_srq:" { print $2 }')
@@ -41,11 +39,11 @@ pp() {	# pp SERVER CLIENT [-e]
 	log_test $rc "ibv_srq_pingpong -c ${3:+$3 }server $1, client $2"
 }
 
-rx0=$(hwc rbond0 rail0_rx_wqes)
+rx0=$(rdma_hw_stat rbond0 rail0_rx_wqes)
 pp rbond1 rbond0
 pp rbond0 rbond1
 pp rbond1 rbond0 -e
-rx1=$(hwc rbond0 rail0_rx_wqes)
+rx1=$(rdma_hw_stat rbond0 rail0_rx_wqes)
 [ "${rx1:-0}" -gt "${rx0:-0}" ]
 log_test $? "receives posted to the SRQ counted on its rail (rail0_rx_wqes ${rx0:-?} -> ${rx1:-?})"
 rdma link delete rbond1 || fail "rdma link delete rbond1"
