@@ -36,9 +36,6 @@ prov_mrail
 RATE=${FO_RATE:-40mbit}
 N=${FO_N:-24}			# 1 MiB chunks per rbond_verify phase
 stat() { awk -v k="$1" '$1 == k { print $2 }' $P/mrail_stats; }
-# hw counter of a bond: hwc BOND NAME
-hwc() { rdma statistic show link "$1/1" 2>/dev/null |
-	tr ' ' '\n' | awk -v k="$2" 'p { print; exit } $0 == k { p = 1 }'; }
 shape_all() { local d; for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done; }
 shape_all
 
@@ -67,7 +64,7 @@ fo_case() {
 	local label=$1 brk=$2 fix=$3 f0 r0 p0 pf0 a0 a1= b0 vpid rc spid src us= vok
 	f0=$(stat failovers); r0=$(stat failover_replayed)
 	p0=$(stat rejoin_probes); pf0=$(stat rejoin_probe_fails)
-	a0=$(hwc rbond0 rail1_failovers); b0=$(hwc rbond1 rail1_failovers)
+	a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
 	prov_cs rbond1 rbond0 /tmp/fo_v "$PROGS/rbond_verify" \
 		-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
 	vpid=$!
@@ -81,16 +78,16 @@ fo_case() {
 		sleep "${FO_HOLD:-8}"
 		grep '^1 ' /sys/class/infiniband/rbond0/bond/rails | sed 's/^/# rbond0 rails: /'
 		# before the repair: a rail added again starts from zero
-		a1=$(hwc rbond0 rail1_failovers)
-		us="rbond0 $(hwc rbond0 rail1_failover_us) us, rbond1 $(hwc rbond1 rail1_failover_us) us"
+		a1=$(rdma_hw_stat rbond0 rail1_failovers)
+		us="rbond0 $(rdma_hw_stat rbond0 rail1_failover_us) us, rbond1 $(rdma_hw_stat rbond1 rail1_failover_us) us"
 		eval "$fix"
 	else
 		log "$label: rail 1 never carried data"
 	fi
 	wait $vpid; rc=$?
 	wait $spid; src=$?
-	[ -n "$a1" ] || a1=$(hwc rbond0 rail1_failovers)
-	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(hwc rbond1 rail1_failovers) - b0)), rejoin probes $(($(stat rejoin_probes) - p0)) ($(($(stat rejoin_probe_fails) - pf0)) failed), last failure to replay: ${us:-?}"
+	[ -n "$a1" ] || a1=$(rdma_hw_stat rbond0 rail1_failovers)
+	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(rdma_hw_stat rbond1 rail1_failovers) - b0)), rejoin probes $(($(stat rejoin_probes) - p0)) ($(($(stat rejoin_probe_fails) - pf0)) failed), last failure to replay: ${us:-?}"
 	[ $rc = 0 ]
 	vok=$?
 	log_test $vok "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
@@ -100,7 +97,7 @@ fo_case() {
 	[ "$(stat failovers)" -gt "$f0" ] && [ "$a1" -gt "$a0" ]
 	log_test $? "$label: rbond0 failed over from rail 1"
 	FO_A=$((a1 - a0))
-	FO_B=$(($(hwc rbond1 rail1_failovers) - b0))
+	FO_B=$(($(rdma_hw_stat rbond1 rail1_failovers) - b0))
 }
 
 # 1. link down for 8 s (both hosts: a veth pair loses carrier on both ends)

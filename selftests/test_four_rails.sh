@@ -27,8 +27,6 @@ RATE=${FR_RATE:-40mbit}
 ITERS=${FR_ITERS:-120}		# 1 MiB WRITEs of the bond (one rail: a quarter)
 MIN_RATIO=${FR_MIN_RATIO:-2.0}
 RAILS="0 1 2 3"
-hwc() { rdma statistic show link "$1/1" 2>/dev/null |
-	tr ' ' '\n' | awk -v k="$2" 'p { print; exit } $0 == k { p = 1 }'; }
 tx_all() { local r; for r in $RAILS; do printf '%s ' "$(rail_tx_bytes a$r)"; done; }
 # shares BEFORE AFTER DIV: per-rail bytes, and 0 if each carried >= 1/DIV
 shares() {
@@ -48,7 +46,7 @@ shares() {
 log_test $? "both bonds have four rails"
 
 # 1. conformance on unshaped rails
-for r in $RAILS; do eval "w$r=\$(hwc rbond0 rail${r}_tx_wqes)"; done
+for r in $RAILS; do eval "w$r=\$(rdma_hw_stat rbond0 rail${r}_tx_wqes)"; done
 t0=$(tx_all)
 prov_cs rbond1 rbond0 /tmp/fr_vf "$PROGS/rbond_verify" -u "$RBOND_QP_TIMEOUT" -R -n 32 -s 1048576
 log_test $? "rbond_verify -R -n 32 -s 1048576 over four rails ($(grep -c '^ok' /tmp/fr_vf) checks)"
@@ -57,7 +55,7 @@ log_test $? "every rail carried a share (>= 1/32):$out"
 rc=0 moved=
 for r in $RAILS; do
 	eval "w=\$w$r"
-	now=$(hwc rbond0 rail${r}_tx_wqes)
+	now=$(rdma_hw_stat rbond0 rail${r}_tx_wqes)
 	moved="$moved rail${r}_tx_wqes ${w:-?}->${now:-?}"
 	[ "${now:-0}" -gt "${w:-0}" ] || rc=1
 done

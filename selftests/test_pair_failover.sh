@@ -35,14 +35,12 @@ rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 for r in 0 1; do rail_shape "$me$r" "${PF_RATE:-40mbit}"; done
 pair_sync bonds_up || fail "peer did not build its bond"
 
-hwc() { rdma statistic show link "rbond0/1" 2>/dev/null |
-	tr ' ' '\n' | awk -v k="$1" 'p { print; exit } $0 == k { p = 1 }'; }
 
 # fo_case N BREAKER LABEL: rbond_stream a -> b; host BREAKER takes its
 # rail 1 down for 8 s once rail 1 carries data, then up again
 fo_case() {
 	local n=$1 brk=$2 label=$3 port=$((18700 + $1)) f0 t0 t1 rc pid i mine peer
-	f0=$(hwc rail1_failovers)
+	f0=$(rdma_hw_stat rbond0 rail1_failovers)
 	if [ "$me" = b ]; then
 		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
 			-s 1048576 -w 1 -t 30 -u "$RBOND_QP_TIMEOUT" >/tmp/pf$n.srv 2>&1 &
@@ -81,7 +79,7 @@ fo_case() {
 	grep -E '^(ok|not ok)|^# client' "$out" | sed 's/^/# /'
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
-	mine=$(( $(hwc rail1_failovers) - f0 ))
+	mine=$(( $(rdma_hw_stat rbond0 rail1_failovers) - f0 ))
 	pair_put "pf$n.fo.$me" "$mine"
 	peer=$(pair_get "pf$n.fo.$(pair_peer)" 60)
 	log "$label: rail1_failovers here $mine, on the peer ${peer:-?}; $(dmesg | grep -E 'rbond0: (rail 1|QP .*rail 1)' | tail -n 3 | tr '\n' ';')"

@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Install (idempotently) every Debian package the build, the demo and the tests need.
-# Usage: tools/deps.sh [--debug]   (--debug adds what the debug-kernel lane needs)
+# Usage: tools/deps.sh [--debug] [--debug-6.12]
+#   --debug adds what the debug-kernel lane needs, --debug-6.12 also the 6.12
+#   source for its 6.12 debug kernel (tools/debug-kernel/build.sh --series 6.12)
 set -euo pipefail
 
 PKGS=(
@@ -12,7 +14,13 @@ PKGS=(
 	rdmacm-utils perftest iproute2 ethtool
 	pkg-config gnuplot-nox linux-source-6.1 python3
 )
-[ "${1:-}" = "--debug" ] && PKGS+=(rsync dwarves)
+for a in "$@"; do
+	case "$a" in
+	--debug) PKGS+=(rsync dwarves) ;;
+	--debug-6.12) PKGS+=(rsync dwarves linux-source-6.12) ;;
+	*) echo "deps: unknown argument $a" >&2; exit 2 ;;
+	esac
+done
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 export DEBIAN_FRONTEND=noninteractive

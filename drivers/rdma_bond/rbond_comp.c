@@ -45,6 +45,26 @@ static void rbond_qp_unfold_chunks(struct rbond_qp *qp, struct rbond_swqe *e)
 	qp->chunk_vendor_err = 0;
 }
 
+/*
+ * RC: after the first error every WQE completes flushed, also those another
+ * rail had already carried.  Applies that to @e's status as it is
+ * delivered; true for the QP's first error.  qp->sq_lock held.
+ */
+static bool rbond_qp_sq_status(struct rbond_qp *qp, struct rbond_swqe *e)
+{
+	if (e->status == IB_WC_SUCCESS) {
+		if (qp->sq_failed) {
+			e->status = IB_WC_WR_FLUSH_ERR;
+			e->byte_len = 0;
+		}
+		return false;
+	}
+	if (qp->sq_failed)
+		return false;
+	qp->sq_failed = true;
+	return true;
+}
+
 /**
  * rbond_qp_flush() - complete every outstanding WQE with IB_WC_WR_FLUSH_ERR
  * @qp: the QP, whose home member is gone
@@ -78,17 +98,16 @@ void rbond_qp_flush(struct rbond_qp *qp)
 		}
 		qp->sq_wqes--;
 		rbond_qp_unfold_chunks(qp, e);
-		wc.status = (e->flags & RBOND_SWQE_DONE) ? e->status :
-							     IB_WC_WR_FLUSH_ERR;
-		wc.byte_len = e->byte_len;
-		if (qp->sq_failed && wc.status == IB_WC_SUCCESS) {
-			wc.status = IB_WC_WR_FLUSH_ERR;
-			wc.byte_len = 0;
+		if (!(e->flags & RBOND_SWQE_DONE)) {
+			e->status = IB_WC_WR_FLUSH_ERR;
+			e->byte_len = 0;
 		}
-		if (wc.status != IB_WC_SUCCESS)
-			qp->sq_failed = true;
-		else if (!(e->flags & RBOND_SWQE_SIGNALED))
+		rbond_qp_sq_status(qp, e);
+		if (e->status == IB_WC_SUCCESS &&
+		    !(e->flags & RBOND_SWQE_SIGNALED))
 			continue;
+		wc.status = e->status;
+		wc.byte_len = e->byte_len;
 		wc.wr_id = e->wr_id;
 		wc.opcode = e->opcode;
 		rbond_cq_push(qp->scq, &wc);
@@ -136,15 +155,7 @@ static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
 	}
 	qp->sq_wqes--;
 	rbond_qp_unfold_chunks(qp, e);
-	/*
-	 * RC: after the first error every WQE completes flushed, also those
-	 * another rail had already carried.
-	 */
-	if (qp->sq_failed && e->status == IB_WC_SUCCESS) {
-		e->status = IB_WC_WR_FLUSH_ERR;
-		e->byte_len = 0;
-	} else if (!qp->sq_failed && e->status != IB_WC_SUCCESS) {
-		qp->sq_failed = true;
+	if (rbond_qp_sq_status(qp, e)) {
 		rbond_post_flush_pending(qp);
 		rbond_mrail_qp_failed(qp);
 	}

@@ -2,16 +2,19 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # tools/debug-kernel/build.sh - build the debug kernel of the debug-kernel lane
-# (KASAN, lockdep, kmemleak, ...) from Debian's linux-source-6.1, once per
-# machine, into the cache outside the repository.
+# (KASAN, lockdep, kmemleak, ...) from Debian's linux-source-6.1 (or -6.12),
+# once per machine, into the cache outside the repository.
 #
-#   tools/debug-kernel/build.sh [--print-kver] [--force] [-j N]
+#   tools/debug-kernel/build.sh [--series 6.1|6.12] [--print-kver] [--force] [-j N]
 #
-# Source: /usr/src/linux-source-6.1.tar.xz (package linux-source-6.1, pulled
-# by tools/deps.sh); override with RBOND_DBG_SRC=TARBALL.  Config: allnoconfig
-# + kernel/configs/kvm_guest.config + tools/debug-kernel/debug.config
-# (scripts/kconfig/merge_config.sh -n), with tools/debug-kernel/patches/*.patch
-# applied (fixes for kernel bugs the lane found; see patches/README).  The
+# Series (--series, or RBOND_DBG_SERIES; default 6.1): which Debian source
+# package.  Source: /usr/src/linux-source-SERIES.tar.xz (package
+# linux-source-6.1 is pulled by tools/deps.sh; linux-source-6.12 by
+# tools/deps.sh --debug-6.12); override with RBOND_DBG_SRC=TARBALL.  Config:
+# allnoconfig + kernel/configs/kvm_guest.config + tools/debug-kernel/debug.config
+# (scripts/kconfig/merge_config.sh -n), with the series' patches applied
+# (fixes for kernel bugs the lane found; see patches/README): patches/*.patch
+# for 6.1, patches/SERIES/*.patch for another series.  The
 # result is keyed by the source version, a hash of the config recipe and a
 # hash of the patches; a no-op when all are unchanged, rebuilt
 # (incrementally, in the same tree) when any changes.
@@ -29,7 +32,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 RBOND_CACHE=${RBOND_CACHE:-/var/tmp/rdma_bond-cache}
-SRC_TAR=${RBOND_DBG_SRC:-/usr/src/linux-source-6.1.tar.xz}
+SERIES=${RBOND_DBG_SERIES:-6.1}
 JOBS=${RBOND_DBG_JOBS:-2}
 LOCALVERSION=-rbond-dbg
 # Bump when the recipe below (not debug.config) changes what gets built.
@@ -40,9 +43,10 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--print-kver) print_only=1; shift ;;
 	--force) force=1; shift ;;
+	--series) SERIES=$2; shift 2 ;;
 	-j) JOBS=$2; shift 2 ;;
 	-j*) JOBS=${1#-j}; shift ;;
-	-h|--help) sed -n '3,26p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,31p' "$0"; exit 0 ;;
 	*) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -50,12 +54,18 @@ done
 die() { echo "debug-kernel: $*" >&2; exit 1; }
 say() { echo "debug-kernel: $*" >&2; }
 
-[ -f "$SRC_TAR" ] || die "no $SRC_TAR (install linux-source-6.1: tools/deps.sh)"
+case "$SERIES" in
+6.1) PATCHDIR=$HERE/patches deps=tools/deps.sh ;;
+6.12) PATCHDIR=$HERE/patches/$SERIES deps="tools/deps.sh --debug-6.12" ;;
+*) die "unknown series $SERIES (6.1 or 6.12)" ;;
+esac
+SRC_TAR=${RBOND_DBG_SRC:-/usr/src/linux-source-$SERIES.tar.xz}
+[ -f "$SRC_TAR" ] || die "no $SRC_TAR (install linux-source-$SERIES: $deps)"
 # Source version: the Debian package version when the tarball is the
 # packaged one, else size+mtime of the tarball.
 srcver=
-if [ "$SRC_TAR" = /usr/src/linux-source-6.1.tar.xz ]; then
-	srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || true)
+if [ "$SRC_TAR" = "/usr/src/linux-source-$SERIES.tar.xz" ]; then
+	srcver=$(dpkg-query -W -f='${Version}' "linux-source-$SERIES" 2>/dev/null || true)
 fi
 [ -n "$srcver" ] || srcver=$(stat -c '%s-%Y' "$SRC_TAR")
 top=$RBOND_CACHE/debug-kernel
@@ -81,7 +91,7 @@ fi
 
 cfghash=$( { echo "recipe=$RECIPE"; cat "$HERE/debug.config"; } | sha256sum | cut -c1-16)
 # Fixes for kernel bugs the lane found outside rdma_bond (patches/README).
-patchhash=$(cat "$HERE"/patches/*.patch 2>/dev/null | sha256sum | cut -c1-16)
+patchhash=$( { cat "$PATCHDIR"/*.patch 2>/dev/null || true; } | sha256sum | cut -c1-16)
 key="$srcver $cfghash $patchhash"
 dest=$RBOND_CACHE/kernels/$kver
 
@@ -105,8 +115,10 @@ if [ ! -f "$tree/.rbond-extracted" ]; then
 	tar -xJf "$SRC_TAR" -C "$tree.tmp" --strip-components=1
 	touch "$tree.tmp/.rbond-extracted"
 	mv "$tree.tmp" "$tree"
-	# Old source versions are dead weight (~1.5 GB each once built).
-	for old in "$top"/linux-*; do
+	# Old source versions of the series are dead weight (~1.5 GB each
+	# once built); the other series' tree stays.
+	for old in "$top/linux-$SERIES".*; do
+		[ -d "$old" ] || continue
 		[ "$old" = "$tree" ] || { say "removing old tree $old"; rm -rf "$old"; }
 	done
 fi
@@ -121,7 +133,7 @@ if [ "$(cat "$tree/.rbond-patches" 2>/dev/null)" != "$patchhash" ]; then
 		rm -f "$p"
 	done
 	mkdir -p "$tree/.rbond-patches.d"
-	for p in "$HERE"/patches/*.patch; do
+	for p in "$PATCHDIR"/*.patch; do
 		[ -f "$p" ] || continue
 		say "applying $(basename "$p")"
 		patch -d "$tree" -p1 -N -s < "$p" || die "patch $p does not apply"
