@@ -272,6 +272,18 @@ rdma_hw_stat() {
 }
 rail_tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
 rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
+# wait_striping: up to 20 s for rail 1 (a1 + b1, loop topology) to carry
+# 1 MB more than when called
+wait_striping() {
+	local t0 i
+	t0=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
+	for i in $(seq 200); do
+		[ $(($(rail_tx_bytes a1) + $(rail_tx_bytes b1) - t0)) -gt 1000000 ] &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # ---- wire rate ------------------------------------------------------------
 # The steady-state rate of a transfer, from the rails' byte counters (not

@@ -40,17 +40,6 @@ shape_all() { local d; for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done; }
 shape_all
 
 # rail 1 carries data: wait up to 20 s for its tx counter to move by 1 MB
-wait_striping() {
-	local t0 i
-	t0=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
-	for i in $(seq 200); do
-		[ $(($(rail_tx_bytes a1) + $(rail_tx_bytes b1) - t0)) -gt 1000000 ] &&
-			return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # readd_rail1: after a removal, rxe_a1 again and rail 1 of rbond0 again
 readd_rail1() {
 	rdma link add rxe_a1 type rxe netdev a1 2>/dev/null

