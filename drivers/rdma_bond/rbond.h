@@ -152,6 +152,8 @@ struct rbond_dev {
 	struct list_head mrs;
 	struct list_head cqs;
 	struct list_head qps;
+	struct list_head ahs;		/* under ah_lock (AHs: any context) */
+	spinlock_t ah_lock;
 	struct xarray qp_xa;		/* qp id -> rbond_qp (RCU/cq lock) */
 	u32 next_qp_id;
 	struct xarray srq_xa;		/* srq id -> rbond_srq */
@@ -342,9 +344,18 @@ struct rbond_qp {
 	u32 rq_tail;
 };
 
+/*
+ * An address handle: the bond's address vector, and a member AH on every
+ * rail whose member PD can reach it (the GID it names is on that rail),
+ * for UD QPs homed there.  member[] under lock (posts read it, rail
+ * removal and destroy clear it); list: rbond_dev.ahs under ah_lock.
+ */
 struct rbond_ah {
 	struct ib_ah ibah;
 	struct rdma_ah_attr attr;
+	struct list_head list;
+	spinlock_t lock;		/* member[] */
+	struct ib_ah *member[RBOND_MAX_RAILS];
 };
 
 static inline struct rbond_swqe *
@@ -430,6 +441,7 @@ bool rbond_dev_rail_fits(const struct rbond_dev *bond,
 			 const struct ib_device *member);
 void rbond_dev_update_port_state(struct rbond_dev *bond);
 void rbond_dev_set_live(struct rbond_dev *bond, bool live);
+void rbond_ah_remove_rail(struct rbond_dev *bond, unsigned int rail);
 int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,
 			    const struct rdma_ah_attr *in,
 			    struct rdma_ah_attr *out,

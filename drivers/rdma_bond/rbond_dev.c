@@ -433,22 +433,76 @@ int rbond_translate_ah_attr(struct rbond_dev *bond, unsigned int rail,
 	return 0;
 }
 
+static void rbond_ah_put_members(struct ib_ah **m, u32 flags)
+{
+	unsigned int i;
+
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if (m[i])
+			rdma_destroy_ah(m[i], flags);
+}
+
 /*
- * AHs are only used by UD QPs, which the bond does not offer: an AH is a
- * validated copy of the address vector and owns no member object.
+ * An AH serves UD QPs: a member AH on every rail the address vector's
+ * source GID is on (the primary's GIDs are the bond's, so at least the
+ * primary while it is the one the GID came from).  Member AHs are created
+ * here, in process context: a caller that cannot sleep gets EOPNOTSUPP
+ * (no kernel consumer of a RoCE bond creates AHs atomically: the bond has
+ * no GSI QP).
  */
 static int rbond_create_ah(struct ib_ah *ibah,
 			   struct rdma_ah_init_attr *init_attr,
 			   struct ib_udata *udata)
 {
+	struct rbond_dev *bond = to_rbond_dev(ibah->device);
 	struct rdma_ah_attr *attr = init_attr->ah_attr;
+	struct rbond_pd *pd = to_rbond_pd(ibah->pd);
+	struct ib_ah *m[RBOND_MAX_RAILS] = {};
 	struct rbond_ah *ah = to_rbond_ah(ibah);
+	const struct ib_gid_attr *mgid;
+	struct rdma_ah_attr mattr;
+	unsigned int i, n = 0;
+	int ret = -EINVAL;
 
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
 	    !(attr->ah_flags & IB_AH_GRH) || !attr->grh.sgid_attr)
 		return -EINVAL;
+	if (!(init_attr->flags & RDMA_CREATE_AH_SLEEPABLE))
+		return -EOPNOTSUPP;
 	ah->attr = *attr;
 	ah->attr.grh.sgid_attr = NULL;	/* the core holds the reference */
+	spin_lock_init(&ah->lock);
+
+	mutex_lock(&bond->lock);
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		struct ib_ah *mah;
+
+		if (!rbond_rail_present(bond, i) || !pd->member[i])
+			continue;
+		if (rbond_translate_ah_attr(bond, i, attr, &mattr, &mgid))
+			continue;	/* the GID is not on this rail */
+		mah = rdma_create_ah(pd->member[i], &mattr,
+				     RDMA_CREATE_AH_SLEEPABLE);
+		if (mgid)
+			rdma_put_gid_attr(mgid);
+		if (IS_ERR(mah)) {
+			ret = PTR_ERR(mah);
+			ibdev_dbg(&bond->ibdev, "rail %u: member AH: %d\n", i,
+				  ret);
+			continue;
+		}
+		m[i] = mah;
+		n++;
+	}
+	if (!n) {
+		mutex_unlock(&bond->lock);
+		return ret;
+	}
+	memcpy(ah->member, m, sizeof(m));
+	spin_lock_irq(&bond->ah_lock);
+	list_add_tail(&ah->list, &bond->ahs);
+	spin_unlock_irq(&bond->ah_lock);
+	mutex_unlock(&bond->lock);
 	return 0;
 }
 
@@ -460,7 +514,50 @@ static int rbond_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
 
 static int rbond_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
+	struct rbond_dev *bond = to_rbond_dev(ibah->device);
+	struct rbond_ah *ah = to_rbond_ah(ibah);
+	struct ib_ah *m[RBOND_MAX_RAILS];
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&bond->ah_lock, irqflags);
+	list_del(&ah->list);
+	spin_lock(&ah->lock);
+	memcpy(m, ah->member, sizeof(m));
+	memset(ah->member, 0, sizeof(ah->member));
+	spin_unlock(&ah->lock);
+	spin_unlock_irqrestore(&bond->ah_lock, irqflags);
+	rbond_ah_put_members(m, flags);
 	return 0;
+}
+
+/**
+ * rbond_ah_remove_rail() - destroy every AH's member AH on @rail
+ * @bond: the bond
+ * @rail: the rail going away
+ *
+ * Locks: bond->lock held (before the member PDs go).
+ */
+void rbond_ah_remove_rail(struct rbond_dev *bond, unsigned int rail)
+{
+	struct rbond_ah *ah;
+	struct ib_ah *m;
+
+	lockdep_assert_held(&bond->lock);
+	do {
+		m = NULL;
+		spin_lock_irq(&bond->ah_lock);
+		list_for_each_entry(ah, &bond->ahs, list) {
+			spin_lock(&ah->lock);
+			m = ah->member[rail];
+			ah->member[rail] = NULL;
+			spin_unlock(&ah->lock);
+			if (m)
+				break;
+		}
+		spin_unlock_irq(&bond->ah_lock);
+		if (m)
+			rdma_destroy_ah(m, RDMA_DESTROY_AH_SLEEPABLE);
+	} while (m);
 }
 
 /* --- sysfs group "bond" ------------------------------------------------- */
@@ -697,6 +794,8 @@ struct rbond_dev *rbond_dev_alloc(void)
 	INIT_LIST_HEAD(&bond->mrs);
 	INIT_LIST_HEAD(&bond->cqs);
 	INIT_LIST_HEAD(&bond->qps);
+	INIT_LIST_HEAD(&bond->ahs);
+	spin_lock_init(&bond->ah_lock);
 	xa_init_flags(&bond->qp_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&bond->srq_xa, XA_FLAGS_ALLOC1);
 	bond->gid_tbl_len = RBOND_GID_TBL_LEN;

@@ -256,6 +256,7 @@ static void rbond_remove_rail(struct rbond_dev *bond, unsigned int i)
 		rbond_mr_remove_rail(mr, i);
 	list_for_each_entry(cq, &bond->cqs, list)
 		rbond_cq_remove_rail(cq, i);
+	rbond_ah_remove_rail(bond, i);
 	list_for_each_entry(pd, &bond->pds, list)
 		rbond_pd_remove_rail(pd, i);
 	rbond_rail_release(bond, i);

@@ -48,6 +48,7 @@ struct rbond_wqe {
 		struct ib_send_wr send;
 		struct ib_rdma_wr rdma;
 		struct ib_atomic_wr atomic;
+		struct ib_ud_wr ud;
 	} wr;
 	struct ib_sge sge[RBOND_MAX_SGE];
 };
@@ -157,6 +158,37 @@ static int rbond_capture_inline(struct rbond_qp *qp,
 	return 0;
 }
 
+static int rbond_wqe_decode_sges(struct rbond_qp *qp,
+				 const struct ib_send_wr *wr,
+				 const struct ib_sge *isge, struct rbond_wqe *w);
+
+/*
+ * A UD QP's send: SEND or SEND_WITH_IMM to an AH of the QP's PD that has
+ * a member on the QP's home rail.
+ */
+static int rbond_wqe_decode_ud(struct rbond_qp *qp,
+			       const struct ib_send_wr *wr,
+			       const struct ib_sge *isge, struct rbond_wqe *w)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	const struct ib_ud_wr *ud = ud_wr(wr);
+
+	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: opcode %d not supported on UD\n",
+			  qp->ibqp.qp_num, wr->opcode);
+		return -EINVAL;
+	}
+	if (!ud->ah || ud->ah->device != &bond->ibdev ||
+	    ud->ah->pd != qp->ibqp.pd) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: AH not of this QP's PD\n",
+			  qp->ibqp.qp_num);
+		return -EINVAL;
+	}
+	w->wc_opcode = IB_WC_SEND;
+	w->wr.ud = *ud;
+	return rbond_wqe_decode_sges(qp, wr, isge, w);
+}
+
 /*
  * Step 1: decode and check @wr into @w (@isge: its captured inline data,
  * or NULL).  Every error here is synchronous, with nothing posted.
@@ -165,9 +197,9 @@ static int rbond_wqe_decode(struct rbond_qp *qp, const struct ib_send_wr *wr,
 			    const struct ib_sge *isge, struct rbond_wqe *w)
 {
 	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
-	u64 bytes = 0;
-	int i;
 
+	if (qp->ibqp.qp_type == IB_QPT_UD)
+		return rbond_wqe_decode_ud(qp, wr, isge, w);
 	switch (wr->opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
@@ -196,12 +228,28 @@ static int rbond_wqe_decode(struct rbond_qp *qp, const struct ib_send_wr *wr,
 			  qp->ibqp.qp_num, wr->opcode);
 		return -EINVAL;
 	}
-	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge ||
-	    wr->num_sge > RBOND_MAX_SGE ||
-	    (w->wc_opcode == IB_WC_RDMA_READ &&
+	if ((w->wc_opcode == IB_WC_RDMA_READ &&
 	     wr->num_sge > bond->attr.max_sge_rd) ||
 	    ((w->wc_opcode == IB_WC_COMP_SWAP ||
 	      w->wc_opcode == IB_WC_FETCH_ADD) && wr->num_sge != 1)) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: bad num_sge %d\n",
+			  qp->ibqp.qp_num, wr->num_sge);
+		return -EINVAL;
+	}
+	return rbond_wqe_decode_sges(qp, wr, isge, w);
+}
+
+/* The SGEs (or captured inline data) of @wr into @w; the rest is decoded. */
+static int rbond_wqe_decode_sges(struct rbond_qp *qp,
+				 const struct ib_send_wr *wr,
+				 const struct ib_sge *isge, struct rbond_wqe *w)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	u64 bytes = 0;
+	int i;
+
+	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge ||
+	    wr->num_sge > RBOND_MAX_SGE) {
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: bad num_sge %d\n",
 			  qp->ibqp.qp_num, wr->num_sge);
 		return -EINVAL;
@@ -351,7 +399,10 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 		struct ib_send_wr send;
 		struct ib_rdma_wr rdma;
 		struct ib_atomic_wr atomic;
+		struct ib_ud_wr ud;
 	} mwr;
+	unsigned long ahflags = 0;
+	struct rbond_ah *ah = NULL;
 	bool mrail = rbond_mrail_may_stripe(qp);
 	struct rbond_dmamap *dm;
 	unsigned long kva;
@@ -389,7 +440,21 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 		if (rkeys)
 			mwr.rdma.rkey = rkeys[rail];
 	}
-	ret = ib_post_send(member, &mwr.send, &bad);
+	if (qp->ibqp.qp_type == IB_QPT_UD) {
+		/* held across the post: rail removal and destroy clear it */
+		ah = to_rbond_ah(w->wr.ud.ah);
+		spin_lock_irqsave(&ah->lock, ahflags);
+		mwr.ud.ah = ah->member[rail];
+	}
+	if (ah && !mwr.ud.ah) {
+		ibdev_dbg(&bond->ibdev, "QP 0x%x: AH has no member on rail %u\n",
+			  qp->ibqp.qp_num, rail);
+		ret = -EINVAL;
+	} else {
+		ret = ib_post_send(member, &mwr.send, &bad);
+	}
+	if (ah)
+		spin_unlock_irqrestore(&ah->lock, ahflags);
 	if (ret) {
 		rbond_dma_unmap(dm);
 		ibdev_dbg(&bond->ibdev, "QP 0x%x: rail %u post failed: %d\n",

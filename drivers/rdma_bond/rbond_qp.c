@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * rdma_bond: RC queue pairs, the object.
+ * rdma_bond: queue pairs (RC, and UD on the home rail), the object.
  *
  * A bond QP owns a member QP on its home rail (the primary rail when it was
  * created); its QPN is the home member's QPN, so any RC peer connects to it
@@ -34,7 +34,7 @@ static int rbond_qp_check_init(struct rbond_dev *bond,
 {
 	const struct ib_device_attr *a = &bond->attr;
 
-	if (init->qp_type != IB_QPT_RC) {
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD) {
 		ibdev_dbg(&bond->ibdev, "QP type %d not supported\n",
 			  init->qp_type);
 		return -EOPNOTSUPP;
@@ -125,7 +125,8 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	/* The core sets up rdma_rw contexts for the bond QP, not the member. */
 	mattr.cap.max_rdma_ctxs = 0;
 	/* Multi-rail: room for chunks of split WQEs next to the app's. */
-	mrail = READ_ONCE(rbond_multirail) && bond->num_rails > 1;
+	mrail = READ_ONCE(rbond_multirail) && bond->num_rails > 1 &&
+		init->qp_type == IB_QPT_RC;
 	if (mrail)
 		mattr.cap.max_send_wr = min_t(u32, init->cap.max_send_wr *
 						    RBOND_CHUNK_SLOTS,
@@ -189,7 +190,8 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (srq)
 		rbond_srq_attach(srq, qp);
 	mutex_unlock(&bond->lock);
-	rbond_mrail_qp_create(qp);
+	if (init->qp_type == IB_QPT_RC)
+		rbond_mrail_qp_create(qp);
 	return 0;
 
 err_destroy_member:
@@ -510,7 +512,7 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	init_attr->cap = qp->cap;
 	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR :
 					       IB_SIGNAL_REQ_WR;
-	init_attr->qp_type = IB_QPT_RC;
+	init_attr->qp_type = ibqp->qp_type;
 	init_attr->port_num = RBOND_PORT;
 	return 0;
 }

@@ -367,12 +367,12 @@ static int rbond_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 }
 
 /* ------------------------------------------------------------------------
- * QP: RC only.  Other types fail with EOPNOTSUPP before reaching the kernel.
+ * QP: RC and UD.  Other types fail with EOPNOTSUPP before reaching the kernel.
  */
 
 static bool rbond_qp_type_supported(enum ibv_qp_type t)
 {
-	return t == IBV_QPT_RC;
+	return t == IBV_QPT_RC || t == IBV_QPT_UD;
 }
 
 static struct ibv_qp *rbond_create_qp(struct ibv_pd *pd,
