@@ -4,7 +4,8 @@
 #
 # Bad input from userspace through the provider: rbond_badinput on rbond0
 # (peer rbond1, then peer plain rxe_b0): limits, verbs the bond does not
-# implement (EOPNOTSUPP), MR access rules, busy PD/CQ (EBUSY), QP state
+# implement (EOPNOTSUPP), UD traffic with data checked and what a UD QP
+# refuses, MR access rules, busy PD/CQ (EBUSY), QP state
 # machine, post-time checks, completion errors.  Every call must fail with
 # the expected error (a completion error: the one the member gives natively,
 # recorded first on the plain rails); the kernel log must stay clean.
@@ -34,6 +35,7 @@ bi() {	# bi DEV PEER
 	grep -E '^not ok' /tmp/bi | sed 's/^/#   /'
 	# how often the timing-dependent cases ran their race
 	grep -E '^ok .*(RESET cycles|exactly the granted)' /tmp/bi | sed 's/^/#   /'
+	log "UD checks passed: $(grep -c '^ok [0-9]* - UD:' /tmp/bi)"
 	log_test $rc "rbond_badinput -d $1 -D $2 ($(tail -n 1 /tmp/bi | sed 's/^# //'))"
 }
 bi rbond0 rbond1

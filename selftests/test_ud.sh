@@ -11,7 +11,11 @@
 #   2. ucx_perftest between the two bonds with UCX_NET_DEVICES=rbondN:1:
 #      UCP tag_lat (UD only), tag_bw (RC data with UD wireup: needs the
 #      bond's UD QPs), and UCT put_bw (rc_verbs, zero copy);
-#   3. the counters: rail 0's tx_wqes moved for the UD traffic.
+#   3. the counters: rail 0's tx_wqes moved for the UD traffic;
+#   4. rbond0's home rail deleted (rdma link delete rxe_a0) under a running
+#      ibv_ud_pingpong: its QP and AHs lose their member objects, the
+#      program ends with an error instead of hanging, and the kernel log
+#      stays clean (the member AHs go before the member PD).
 # UCX reads the RoCE packet type of a UD completion from wc.sl as mlx5
 # reports it; rxe reports 0, so UCX takes the IPv4 header rxe puts in the
 # receive buffer for a GRH and drops every UD packet ("UD endpoint ...
@@ -88,4 +92,26 @@ udpp rxe_b0 rbond0 512 18720
 log_test $? "ibv_ud_pingpong 512 B rbond0 -> plain rxe_b0"
 udpp rbond0 rxe_b0 512 18721
 log_test $? "ibv_ud_pingpong 512 B plain rxe_b0 -> rbond0"
+
+# --- the home rail deleted under UD traffic ----------------------------------
+timeout -k 5 120 ibv_ud_pingpong -d rxe_b0 -g 1 -p 18730 -s 512 -n 100000000 \
+	> /tmp/ud.srv 2>&1 &
+spid=$!
+prov_wait_listen 18730 30
+timeout -k 5 120 ibv_ud_pingpong -d rbond0 -g 1 -p 18730 -s 512 -n 100000000 \
+	"$(rail_ip 0 b)" > /tmp/ud.cli 2>&1 &
+cpid=$!
+sleep 3
+rdma link delete rxe_a0
+log "rbond0 rails now: $(tr '\n' ';' < /sys/class/infiniband/rbond0/bond/rails)"
+t0=$(date +%s)
+wait $cpid; crc=$?
+kill $spid 2>/dev/null; wait $spid
+log "client exit $crc after $(( $(date +%s) - t0 )) s: $(tail -n 2 /tmp/ud.cli | tr '\n' ' ')"
+[ $crc -ne 0 ] && [ $crc -ne 124 ] && [ $crc -ne 137 ]
+log_test $? "home rail deleted under ibv_ud_pingpong: the program gets an error, no hang"
+# (UD on the remaining rail is not tried: the bond's GIDs stay the old
+# primary's while its netdev lives, see Documentation/rdma_bond.rst,
+# "Lifecycle")
+log "rbond0 GID 1 after the removal: $(cat /sys/class/infiniband/rbond0/ports/1/gids/1)"
 exit $ret

@@ -11,7 +11,7 @@ PKGS=(
 	linux-image-amd64 linux-headers-amd64
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
-	rdmacm-utils perftest iproute2 ethtool
+	rdmacm-utils perftest iproute2 ethtool ucx-utils
 	pkg-config gnuplot-nox linux-source-6.1 python3
 )
 for a in "$@"; do

@@ -340,7 +340,7 @@ static void t_create_limits(void)
 
 	if (bond_only("unsupported QP types -> EOPNOTSUPP")) {
 		static const struct { enum ibv_qp_type t; const char *n; } ts[] = {
-			{ IBV_QPT_UD, "UD" }, { IBV_QPT_UC, "UC" },
+			{ IBV_QPT_UC, "UC" },
 			{ IBV_QPT_RAW_PACKET, "RAW_PACKET" },
 			{ IBV_QPT_XRC_SEND, "XRC_SEND" },
 			{ IBV_QPT_DRIVER, "DRIVER" },
@@ -637,6 +637,149 @@ static void t_unsupported(void)
 		if (c2)
 			ibv_destroy_cq(c2);
 	}
+}
+
+/* --- UD: traffic with data checked, and what a UD QP refuses ----------- */
+
+#define UD_QKEY		0x11111111
+#define UD_GRH		40
+#define UD_LEN		256
+
+static struct ibv_qp *ud_qp(struct dev *dv, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qkey = UD_QKEY };
+	struct ibv_qp *qp = ibv_create_qp(dv->pd, &a);
+
+	if (!qp)
+		return NULL;
+	if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		goto err;
+	m.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &m, IBV_QP_STATE))
+		goto err;
+	m.qp_state = IBV_QPS_RTS;
+	m.sq_psn = 0;
+	if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		goto err;
+	return qp;
+err:
+	ibv_destroy_qp(qp);
+	return NULL;
+}
+
+static struct ibv_ah *ud_ah(struct ibv_pd *pd, struct dev *to)
+{
+	struct ibv_ah_attr a = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = to->gid, .sgid_index = (uint8_t)d.gid_index,
+			 .hop_limit = 64 },
+	};
+
+	return ibv_create_ah(pd, &a);
+}
+
+static int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t rqpn,
+		   enum ibv_wr_opcode op, uint64_t id, void *buf, uint32_t len,
+		   uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
+			       .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.ud = { .ah = ah, .remote_qpn = rqpn, .remote_qkey = UD_QKEY },
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad) ? errno : 0;
+}
+
+static void t_ud(void)
+{
+	struct ibv_cq *ca = ibv_create_cq(d.ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *cb = ibv_create_cq(p.ctx, 32, NULL, NULL, 0);
+	struct ibv_pd *pd2 = ibv_alloc_pd(d.ctx);
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_ah *ah = NULL, *ah2 = NULL;
+	struct ibv_mr *rmr = NULL;
+	uint8_t *rbuf = NULL;
+	struct ibv_wc wc;
+	int i, e, n;
+
+	if (ca && cb) {
+		qa = ud_qp(&d, ca);
+		qb = ud_qp(&p, cb);
+	}
+	tap_ok(qa && qb, "UD: a UD QP on %s and on %s, at RTS", d.name, p.name);
+	if (!qa || !qb)
+		goto out;
+	ah = ud_ah(d.pd, &p);
+	ah2 = pd2 ? ud_ah(pd2, &p) : NULL;
+	tap_ok(ah && ah2, "UD: address handles to %s in two PDs", p.name);
+	rbuf = calloc(1, 4 * (UD_GRH + UD_LEN));
+	rmr = rbuf ? ibv_reg_mr(p.pd, rbuf, 4 * (UD_GRH + UD_LEN),
+				IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!ah || !ah2 || !rmr)
+		goto out;
+
+	for (i = 0; i < 3; i++)
+		postr(qb, 300 + i, rbuf + i * (UD_GRH + UD_LEN),
+		      UD_GRH + UD_LEN, rmr->lkey);
+	/* three messages with a pattern each: data, src_qp, GRH flag */
+	for (i = 0, e = 0; i < 3; i++) {
+		pat_fill(lb, UD_LEN, 77 + i, 0);
+		e |= ud_send(qa, ah, qb->qp_num, IBV_WR_SEND, 200 + i, lb,
+			     UD_LEN, lm->lkey);
+		n = poll_n(ca, &wc, 1, 5000);
+		e |= n != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 200u + i;
+	}
+	tap_ok(!e, "UD: 3 SENDs of %d B posted and completed in order with their wr_ids",
+	       UD_LEN);
+	for (i = 0, e = 0; i < 3; i++) {
+		n = poll_n(cb, &wc, 1, 5000);
+		if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 300u + i ||
+		    wc.byte_len != UD_GRH + UD_LEN || wc.src_qp != qa->qp_num ||
+		    !(wc.wc_flags & IBV_WC_GRH) ||
+		    pat_check(rbuf + i * (UD_GRH + UD_LEN) + UD_GRH, UD_LEN,
+			      77 + i, 0) >= 0) {
+			diag("UD receive %d: n %d status %s wr_id %llu len %u src_qp 0x%x flags 0x%x",
+			     i, n, n == 1 ? wc_status_name(wc.status) : "-",
+			     (unsigned long long)wc.wr_id, wc.byte_len, wc.src_qp,
+			     wc.wc_flags);
+			e = 1;
+		}
+	}
+	tap_ok(!e, "UD: the peer received them in order: data intact, byte_len = 40 + %d, src_qp = the bond QP, GRH flag",
+	       UD_LEN);
+
+	expect_err(ud_send(qa, ah, qb->qp_num, IBV_WR_RDMA_WRITE, 1, lb, 8,
+			   lm->lkey), EINVAL, "UD: post RDMA_WRITE on a UD QP");
+	expect_err(ud_send(qa, ah, qb->qp_num, IBV_WR_ATOMIC_FETCH_AND_ADD, 1,
+			   lb, 8, lm->lkey), EINVAL, "UD: post FETCH_ADD on a UD QP");
+	if (bond_only("UD: an AH of another PD -> EINVAL"))
+		expect_err(ud_send(qa, ah2, qb->qp_num, IBV_WR_SEND, 1, lb, 8,
+				   lm->lkey), EINVAL,
+			   "UD: post a SEND with an AH of another PD");
+	expect_err(ud_send(qa, ah, qb->qp_num, IBV_WR_SEND, 1, lb, 8,
+			   0xdeadbeef), EINVAL, "UD: post a SEND with a bad lkey");
+	n = poll_n(ca, &wc, 1, 300);
+	tap_ok(n == 0, "UD: refused posts left no completion (%d)", n);
+out:
+	if (qa) ibv_destroy_qp(qa);
+	if (qb) ibv_destroy_qp(qb);
+	if (ah) ibv_destroy_ah(ah);
+	if (ah2) ibv_destroy_ah(ah2);
+	if (rmr) ibv_dereg_mr(rmr);
+	free(rbuf);
+	if (pd2) ibv_dealloc_pd(pd2);
+	if (ca) ibv_destroy_cq(ca);
+	if (cb) ibv_destroy_cq(cb);
 }
 
 static void t_mr(void)
@@ -1519,6 +1662,7 @@ int main(int argc, char **argv)
 		t_unsupported();
 		t_srq();
 		t_srq_traffic();
+		t_ud();
 		t_mr();
 		t_busy();
 		t_states();
