@@ -47,10 +47,22 @@ fi
 # (tools/kver-lane.sh).  Never the default kernel (tools/default-kver.sh);
 # never fatal: without it those checks are skipped.  RBOND_K612=0 skips it.
 [ "${RBOND_K612:-1}" = 0 ] && exit 0
+# The newest N whose image AND headers both have an installation candidate
+# (the mirror may carry a newer kernel's headers before its image: seen
+# 2026-12-02 with 6.12.118, which made every 6.12 check skip).
+has_candidate() {
+	apt-cache policy "$1" 2>/dev/null | grep 'Candidate: [0-9]' > /dev/null
+}
 newest_612() {
-	apt-cache pkgnames linux-headers-6.12. 2>/dev/null |
-		grep -E '^linux-headers-6\.12\.[0-9]+\+deb12-amd64$' |
-		sed 's/^linux-headers-//' | sort -V | tail -n1 || true
+	local k
+	for k in $(apt-cache pkgnames linux-headers-6.12. 2>/dev/null |
+		   grep -E '^linux-headers-6\.12\.[0-9]+\+deb12-amd64$' |
+		   sed 's/^linux-headers-//' | sort -rV); do
+		if has_candidate "linux-image-$k" && has_candidate "linux-headers-$k"; then
+			echo "$k"
+			return
+		fi
+	done
 }
 k612=$(newest_612)
 if [ -z "$k612" ] && [ $updated = 0 ] && [ "$(id -u)" -eq 0 ]; then
