@@ -248,6 +248,28 @@ pair_sync() {	# pair_sync NAME: barrier between the two guests
 	pair_get "$1.$(pair_peer)" "${2:-120}" >/dev/null
 }
 
+# pair_cs NAME CMD ARGS...: CMD as server on host b, as client on host a
+# (with b's rail-0 address appended); both return the pair's result (the
+# client's output is in /tmp/NAME.cli, the server's in /tmp/NAME.srv).
+pair_cs() {
+	local name=$1 rc; shift
+	if [ "$(rbond_me)" = b ]; then
+		timeout -k 5 300 "$@" >/tmp/$name.srv 2>&1 &
+		local pid=$!
+		sleep 2; pair_put "$name.srv" up
+		wait $pid; rc=$?
+		pair_put "$name.srv_rc" $rc
+		pair_get "$name.cli_rc" 400 >/dev/null
+		return $rc
+	fi
+	pair_get "$name.srv" 120 >/dev/null || return 1
+	timeout -k 5 300 "$@" "$(rail_ip 0 b)" >/tmp/$name.cli 2>&1; rc=$?
+	pair_put "$name.cli_rc" $rc
+	[ "$(pair_get "$name.srv_rc" 400)" = 0 ] || rc=1
+	[ $rc -eq 0 ] || sed 's/^/#   /' /tmp/$name.cli | tail -n 15
+	return $rc
+}
+
 # ---- rails: shaping, link state, counters ------------------------------
 
 # rail_shape DEV RATE [DELAY [LOSS]]: shape DEV's egress (tbf with a long

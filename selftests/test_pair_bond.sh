@@ -27,35 +27,15 @@ rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 log "$(cat /sys/class/infiniband/rbond0/bond/rails | tr '\n' ';')"
 pair_sync bonds_up || fail "peer did not build its bond"
 
-# cs NAME CMD ARGS...: server on b, client on a (to b's rail-0 address)
-cs() {
-	local name=$1 rc; shift
-	if [ "$me" = b ]; then
-		timeout -k 5 300 "$@" >/tmp/$name.srv 2>&1 &
-		local pid=$!
-		sleep 2; pair_put "$name.srv" up
-		wait $pid; rc=$?
-		pair_put "$name.srv_rc" $rc
-		pair_get "$name.cli_rc" 400 >/dev/null
-		return $rc
-	fi
-	pair_get "$name.srv" 120 >/dev/null || return 1
-	timeout -k 5 300 "$@" "$(rail_ip 0 b)" >/tmp/$name.cli 2>&1; rc=$?
-	pair_put "$name.cli_rc" $rc
-	[ "$(pair_get "$name.srv_rc" 400)" = 0 ] || rc=1
-	[ $rc -eq 0 ] || sed 's/^/#   /' /tmp/$name.cli | tail -n 15
-	return $rc
-}
-
-cs pp ibv_rc_pingpong -d rbond0 -g 1 -p 18610 -n 20
+pair_cs pp ibv_rc_pingpong -d rbond0 -g 1 -p 18610 -n 20
 rc=$?; [ "$me" = a ] && { grep -q 'iters in' /tmp/pp.cli || rc=1; log "$(grep 'iters in' /tmp/pp.cli)"; }
 log_test $rc "ibv_rc_pingpong rbond0 (host a) <-> rbond0 (host b)"
 
-cs bw ib_write_bw -d rbond0 -x 1 -p 18611 -s 1048576 -n 20 -u "$RBOND_QP_TIMEOUT" -F
+pair_cs bw ib_write_bw -d rbond0 -x 1 -p 18611 -s 1048576 -n 20 -u "$RBOND_QP_TIMEOUT" -F
 log_test $? "ib_write_bw 1 MiB x 20 bond <-> bond"
 
 if [ -x "$PROGS/rbond_verify" ]; then
-	cs verify "$PROGS/rbond_verify" -d rbond0 -p 18612 -n 16
+	pair_cs verify "$PROGS/rbond_verify" -d rbond0 -p 18612 -n 16
 	log_test $? "rbond_verify: SEND, WRITE+SEND, READ data and completions bond <-> bond"
 fi
 pair_sync done 600
