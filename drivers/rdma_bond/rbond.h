@@ -124,16 +124,25 @@ struct rbond_rail {
 	atomic64_t stats[RBOND_NR_RAIL_STATS];
 	/*
 	 * Rate of the rail as the bond's multi-rail QPs see it (rbond_sched.c):
-	 * completions of all of them over windows in which the rail had
-	 * member WQEs outstanding.  rate: bytes per 2^20 ns (~1 ms), 0 unknown.
+	 * completions of all of them over the time the rail had member WQEs
+	 * outstanding (busy), summed over bursts.  rate: bytes per 2^20 ns
+	 * (~1 ms), 0 unknown.
 	 */
 	spinlock_t rate_lock;
 	u32 busy;			/* member WQEs outstanding */
 	u64 obytes;			/* and their bytes */
-	u32 win_n;
-	u64 win_t0, win_bytes;
+	u32 win_n;			/* completions in the window */
+	u64 win_bytes;			/* and their bytes */
+	u64 win_busy;			/* busy ns of the window's past bursts */
+	u64 win_t0;			/* start of the current burst */
 	u32 rate;
 };
+
+/* A rail's rate (bytes per 2^20 ns) in kbit/s. */
+static inline u64 rbond_rate_kbps(u32 rate)
+{
+	return ((u64)rate * 8000000) >> 20;
+}
 
 struct rbond_dev {
 	struct ib_device ibdev;

@@ -626,11 +626,33 @@ static ssize_t rails_show(struct device *device,
 }
 static DEVICE_ATTR_RO(rails);
 
+/*
+ * One line per rail: "index kbit/s", the rate the adaptive policy has
+ * measured for it (rbond_sched.c; 0: not measured yet).
+ */
+static ssize_t rail_rates_show(struct device *device,
+			       struct device_attribute *attr, char *buf)
+{
+	struct rbond_dev *bond = rbond_from_kdev(device);
+	ssize_t len = 0;
+	unsigned int i;
+
+	mutex_lock(&bond->lock);
+	for (i = rbond_next_rail(bond, 0); i < RBOND_MAX_RAILS;
+	     i = rbond_next_rail(bond, i + 1))
+		len += sysfs_emit_at(buf, len, "%u %llu\n", i,
+				     rbond_rate_kbps(READ_ONCE(bond->rails[i].rate)));
+	mutex_unlock(&bond->lock);
+	return len;
+}
+static DEVICE_ATTR_RO(rail_rates);
+
 static struct attribute *rbond_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_num_rails.attr,
 	&dev_attr_primary.attr,
 	&dev_attr_rails.attr,
+	&dev_attr_rail_rates.attr,
 	&rbond_opt_attrs[RBOND_OPT_POLICY].attr,
 	&rbond_opt_attrs[RBOND_OPT_ORDERING].attr,
 	&rbond_opt_attrs[RBOND_OPT_STRIPE_THRESHOLD].attr,

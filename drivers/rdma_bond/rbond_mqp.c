@@ -43,7 +43,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\n",
 			  atomic64_read(&rbond_ctrl_stats.probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -63,7 +63,8 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->rejoin_probes),
 			  atomic64_read(&s->rejoin_probe_fails),
 			  atomic64_read(&s->probe_recvs),
-			  atomic64_read(&s->probe_recv_errors));
+			  atomic64_read(&s->probe_recv_errors),
+			  atomic64_read(&s->upgrade_timeouts));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {
@@ -626,9 +627,10 @@ void rbond_mrail_wait_up(struct rbond_qp *qp)
 
 	if (!mq || !READ_ONCE(rbond_upgrade_wait_ms))
 		return;
-	wait_event_killable_timeout(mq->up_wq, READ_ONCE(mq->up) ||
-				    READ_ONCE(mq->state) == RBOND_NEG_SINGLE,
-				    msecs_to_jiffies(READ_ONCE(rbond_upgrade_wait_ms)));
+	if (!wait_event_killable_timeout(mq->up_wq, READ_ONCE(mq->up) ||
+					 READ_ONCE(mq->state) == RBOND_NEG_SINGLE,
+					 msecs_to_jiffies(READ_ONCE(rbond_upgrade_wait_ms))))
+		atomic64_inc(&rbond_mstats.upgrade_timeouts);
 }
 
 static const char * const rbond_neg_names[RBOND_NR_NEG_STATES] = {

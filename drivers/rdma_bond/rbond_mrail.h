@@ -73,6 +73,8 @@ struct rbond_mstats {
 	atomic64_t probe_recvs;		/* the peer's probes received */
 	/* requests the probe receive refused (a SEND with data: hostile) */
 	atomic64_t probe_recv_errors;
+	/* modify_qp(RTS) waits that ended before the extra rails were up */
+	atomic64_t upgrade_timeouts;
 };
 
 extern struct rbond_mstats rbond_mstats;

@@ -400,7 +400,20 @@ unsigned long rbond_sched_allowed(struct rbond_sched *s, u8 cl,
 	return rbond_sched_unstick(s, cl, allowed, rbond_sched_room(s, ok));
 }
 
-/* A member WQE goes out on @r: an idle rail starts a measurement window. */
+/*
+ * A rail's rate after @sample: smoothed 3:1, but a sample more than twice
+ * or less than half the rate replaces it - the rail changed (shaped,
+ * congested, renegotiated), and a rail that gets little work because its
+ * rate is stale yields few samples to correct it with.
+ */
+static u32 rbond_rate_update(u32 rate, u64 sample)
+{
+	if (!rate || sample > 2ULL * rate || 2 * sample < rate)
+		return max_t(u64, sample, 1);
+	return max_t(u64, (3ULL * rate + sample) / 4, 1);
+}
+
+/* A member WQE goes out on @r: an idle rail starts a busy period. */
 static void rbond_sched_busy(struct rbond_sched *s, unsigned int r, u64 len)
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
@@ -408,47 +421,57 @@ static void rbond_sched_busy(struct rbond_sched *s, unsigned int r, u64 len)
 
 	spin_lock_irqsave(&rail->rate_lock, flags);
 	WRITE_ONCE(rail->obytes, rail->obytes + len);
-	if (!rail->busy++) {
+	if (!rail->busy++)
 		rail->win_t0 = ktime_get_ns();
-		rail->win_bytes = 0;
-		rail->win_n = 0;
-	}
 	spin_unlock_irqrestore(&rail->rate_lock, flags);
 }
 
 /*
  * @n member WQEs of @bytes left rail @r (@count: a completion, not a QP
  * giving back what it had outstanding): every few completions over at
- * least RBOND_RATE_MIN_NS of busy time, a rate sample for the rail.
+ * least RBOND_RATE_MIN_NS of busy time, a rate sample for the rail.  The
+ * window spans bursts: a rail that goes idle keeps the completions and
+ * busy time it had, so work that comes one WQE at a time, with a few
+ * chunks per rail and idle rails in between (a rendezvous READ per
+ * message, a queue depth of one), is measured too; restarting the window
+ * at every burst left such a rail's rate at whatever it had been before,
+ * and split every WQE by it.
  */
 static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
 			       u64 bytes, bool count)
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
 	unsigned long flags;
-	u64 now, dt, sample;
+	u64 now = 0, dt, sample;
+	bool was_busy;
 
 	/* also from process context (rbond_sched_release) */
 	spin_lock_irqsave(&rail->rate_lock, flags);
+	was_busy = rail->busy;
 	rail->busy -= min(rail->busy, n);
 	WRITE_ONCE(rail->obytes, rail->obytes - min(rail->obytes, bytes));
-	if (!count)
-		goto out_unlock;
-	rail->win_bytes += bytes;
-	if (++rail->win_n < RBOND_RATE_MIN_N)
-		goto out_unlock;
-	now = ktime_get_ns();
-	dt = now - rail->win_t0;
-	if (dt < RBOND_RATE_MIN_NS)
-		goto out_unlock;
-	sample = min_t(u64, div64_u64(rail->win_bytes << 20, dt), U32_MAX);
-	WRITE_ONCE(rail->rate, max_t(u64, rail->rate ?
-				     (3ULL * rail->rate + sample) / 4 :
-				     sample, 1));
-	rail->win_t0 = now;
-	rail->win_bytes = 0;
-	rail->win_n = 0;
-out_unlock:
+	if (count) {
+		rail->win_bytes += bytes;
+		if (++rail->win_n >= RBOND_RATE_MIN_N) {
+			now = ktime_get_ns();
+			dt = rail->win_busy + now - rail->win_t0;
+			if (dt >= RBOND_RATE_MIN_NS) {
+				sample = min_t(u64, div64_u64(rail->win_bytes << 20, dt),
+					       U32_MAX);
+				WRITE_ONCE(rail->rate,
+					   rbond_rate_update(rail->rate, sample));
+				rail->win_t0 = now;
+				rail->win_busy = 0;
+				rail->win_bytes = 0;
+				rail->win_n = 0;
+			}
+		}
+	}
+	if (was_busy && !rail->busy) {	/* idle: its busy time stays counted */
+		now = now ?: ktime_get_ns();
+		rail->win_busy += now - rail->win_t0;
+		rail->win_t0 = now;
+	}
 	spin_unlock_irqrestore(&rail->rate_lock, flags);
 }
 
