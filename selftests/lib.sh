@@ -284,6 +284,15 @@ rail_shape() {
 			limit "${RBOND_TBF_LIMIT:-4mb}"
 	fi
 }
+# tbf_drops DEV...: packets the DEVs' root qdiscs dropped, summed
+tbf_drops() {
+	local d n=0
+	for d in "$@"; do
+		n=$((n + $(tc -s qdisc show dev "$d" root 2>/dev/null |
+			awk '/dropped/ { sub(",", "", $7); print $7; exit }' | grep . || echo 0)))
+	done
+	echo $n
+}
 rail_unshape() { tc qdisc del dev "$1" root 2>/dev/null; true; }
 rail_down() { ip link set "$1" down; }
 rail_up() { ip link set "$1" up; }

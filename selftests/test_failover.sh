@@ -191,13 +191,21 @@ log_test $? "rail 0 alone carries $ratio x one plain rail after the loss (>= 0.8
 rail_up a1
 _wait_gid rxe_a1; _wait_gid rxe_b1
 
-# 7. eight QPs of RDMA READs, rail 1 down for 8 s: all complete
+# 7. eight QPs of RDMA READs, rail 1 down for 8 s: all complete.  The
+# surviving rail's queue drops are logged: twice (of many runs) this case
+# failed with 6.1 rxe's own "rxe_comp.c:756" WARN (debug-kernel patch
+# 0002: a response that fits no WQE); a drop would put rxe into go-back-N
+# READ retries, but three runs of this case on 2026-12-03 dropped nothing
+# (with perftest's default outstanding READs and with -o 2), so the cause
+# is still open (Documentation/testing.rst).
 f0=$(stat failovers)
+d0=$(tbf_drops a0 b0)
 bw_start rbond1 rbond0 250 ib_read_bw -q 8
 wait_striping && sleep 2
 rail_down a1; sleep 8; rail_up a1
 bw_wait; rc=$?
 [ $rc = 0 ] || tail -n 5 /tmp/fo_bw | sed 's/^/#   /'
+log "ib_read_bw, 8 QPs: rail 0's queues dropped $(($(tbf_drops a0 b0) - d0)) packets"
 [ $rc = 0 ]
 log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(stat failovers) - f0)))"
 

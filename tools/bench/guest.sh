@@ -46,6 +46,20 @@ shape_all() {
 
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 
+# QPs whose modify_qp(RTS) stopped waiting before their extra rails were
+# up (they start on the home rail alone): rdma_bond's mrail_stats counter
+upgrade_timeouts() {
+	awk '$1 == "upgrade_timeouts" { print $2 }' \
+		/sys/module/rdma_bond/parameters/mrail_stats 2>/dev/null
+}
+upgrade_note() {	# upgrade_note BEFORE: ", N QPs started single-rail"
+	local n
+	[ -n "$1" ] || return 0
+	n=$(( $(upgrade_timeouts) - $1 ))
+	[ "$n" -gt 0 ] && echo ", $n QPs started before their extra rails were up"
+	return 0
+}
+
 # one_bw CONFIG DEV_A DEV_B SERVER_IP OP QPS SIZE REP [EXPECTED_MBIT]
 one_bw() {
 	local cfg=$1 da=$2 db=$3 ip=$4 op=$5 qps=$6 size=$7 rep=$8 exp=${9:-$LIMIT}
@@ -55,7 +69,8 @@ one_bw() {
 	iters=$(( exp * 125000 * SECS / size / qps ))
 	[ "$iters" -lt 8 ] && iters=8
 	port=$((port + 1))
-	local ub=$UBW
+	local ub=$UBW ut0
+	ut0=$(upgrade_timeouts)
 	[ "$op" = read ] && ub="$ub -o 2"
 	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $ub \
 		>/tmp/bench.srv 2>&1 &
@@ -82,8 +97,9 @@ one_bw() {
 	cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v gb="$gb" \
 		'BEGIN { if (gb > 0) printf "%.1f", c / hz / gb; else print "" }')
 	echo "bw,$cfg,$RATES_ID,$op,$qps,$size,$rep,$rate,Mbit/s,$cpu" >> "$CSV"
-	printf '# %-14s %-5s q=%d size=%-7d rep %d: %7s Mbit/s (%s x limit %d)\n' "$cfg" "$op" \
-		"$qps" "$size" "$rep" "$rate" "$(awk -v a="$rate" -v b="$LIMIT" 'BEGIN{printf "%.2f", a/b}')" "$LIMIT"
+	printf '# %-14s %-5s q=%d size=%-7d rep %d: %7s Mbit/s (%s x limit %d)%s\n' "$cfg" "$op" \
+		"$qps" "$size" "$rep" "$rate" "$(awk -v a="$rate" -v b="$LIMIT" 'BEGIN{printf "%.2f", a/b}')" "$LIMIT" \
+		"$(upgrade_note "$ut0")"
 }
 
 # one_lat CONFIG DEV_A DEV_B SERVER_IP OP REP
