@@ -46,17 +46,22 @@ shape_all() {
 
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 
+# rdma_bond's mrail_stats, for a note after a point that explains a dip:
 # QPs whose modify_qp(RTS) stopped waiting before their extra rails were
-# up (they start on the home rail alone): rdma_bond's mrail_stats counter
-upgrade_timeouts() {
-	awk '$1 == "upgrade_timeouts" { print $2 }' \
+# up (they start on the home rail alone), and failovers (a rail a QP
+# stopped using, by an event or the no-progress watchdog)
+mstats() {
+	awk '$1 == "upgrade_timeouts" { u = $2 } $1 == "failovers" { f = $2 }
+	     END { if (u != "") print u, f }' \
 		/sys/module/rdma_bond/parameters/mrail_stats 2>/dev/null
 }
-upgrade_note() {	# upgrade_note BEFORE: ", N QPs started single-rail"
-	local n
+upgrade_note() {	# upgrade_note "BEFORE": what moved since
+	local u f
 	[ -n "$1" ] || return 0
-	n=$(( $(upgrade_timeouts) - $1 ))
-	[ "$n" -gt 0 ] && echo ", $n QPs started before their extra rails were up"
+	read -r u f <<< "$(mstats)"
+	set -- $1
+	[ "$u" -gt "$1" ] && printf ', %d QPs started before their extra rails were up' $((u - $1))
+	[ "$f" -gt "$2" ] && printf ', %d failovers' $((f - $2))
 	return 0
 }
 
@@ -70,7 +75,7 @@ one_bw() {
 	[ "$iters" -lt 8 ] && iters=8
 	port=$((port + 1))
 	local ub=$UBW ut0
-	ut0=$(upgrade_timeouts)
+	ut0=$(mstats)
 	[ "$op" = read ] && ub="$ub -o 2"
 	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $ub \
 		>/tmp/bench.srv 2>&1 &
