@@ -248,6 +248,18 @@ pair_sync() {	# pair_sync NAME: barrier between the two guests
 	pair_get "$1.$(pair_peer)" "${2:-120}" >/dev/null
 }
 
+# pair_bonds_up: on each host, the pair topology, the module and rbond0
+# over the host's rails; then wait until the peer has its bond too
+pair_bonds_up() {
+	[ "${RBOND_TOPO:-}" = pair ] || skip "pair topology only"
+	topo_up || fail "topology"
+	provider_env
+	rbond_install || fail "module install"
+	rbond_create rbond0 "$(rbond_me)" && _wait_gid rbond0 ||
+		fail "bond over $(rbond_me)'s rails"
+	pair_sync bonds_up || fail "peer did not build its bond"
+}
+
 # pair_cs NAME CMD ARGS...: CMD as server on host b, as client on host a
 # (with b's rail-0 address appended); both return the pair's result (the
 # client's output is in /tmp/NAME.cli, the server's in /tmp/NAME.srv).

@@ -16,16 +16,10 @@ require_guest
 require_module
 require_provider
 require_cmd ibv_rc_pingpong ib_write_bw
-[ "${RBOND_TOPO:-}" = pair ] || skip "pair topology only"
-topo_up || fail "topology"
+pair_bonds_up
 me=$(rbond_me)
-provider_env
 PROGS=$RBOND_TOP/selftests/progs
-
-rbond_install || fail "module install"
-rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 log "$(cat /sys/class/infiniband/rbond0/bond/rails | tr '\n' ';')"
-pair_sync bonds_up || fail "peer did not build its bond"
 
 pair_cs pp ibv_rc_pingpong -d rbond0 -g 1 -p 18610 -n 20
 rc=$?; [ "$me" = a ] && { grep -q 'iters in' /tmp/pp.cli || rc=1; log "$(grep 'iters in' /tmp/pp.cli)"; }

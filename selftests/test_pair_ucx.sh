@@ -25,13 +25,8 @@ require_guest
 require_module
 require_provider
 require_cmd ibv_ud_pingpong ucx_perftest
-[ "${RBOND_TOPO:-}" = pair ] || skip "pair topology only"
-topo_up || fail "topology"
+pair_bonds_up
 me=$(rbond_me)
-provider_env
-rbond_install || fail "module install"
-rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
-pair_sync bonds_up || fail "peer did not build its bond"
 export UCX_UD_VERBS_ETH_DGID_CHECK=n UCX_IB_GID_INDEX=1 UCX_IB_PCI_RELAXED_ORDERING=on
 
 pair_cs ud ibv_ud_pingpong -d rbond0 -g 1 -p 18740 -s 1024 -n 500
@@ -42,29 +37,29 @@ if [ "$me" = a ]; then
 fi
 log_test $rc "ibv_ud_pingpong 1024 B rbond0 (a) <-> rbond0 (b)"
 
-# ucx NAME DEV TLS PORT CLIENT_ARGS: ucx_perftest server on b, client on a
-ucx() {
-	local name=$1 dev=$2 tls=$3 port=$4 rc; shift 4
-	UCX_NET_DEVICES=$dev:1 UCX_TLS=$tls pair_cs "$name" bash -c \
-		'exec ucx_perftest -p '"$port"' ${1:+'"$*"' "$1"}' _
-	rc=$?
+# ucx_final NAME RC: RC, or 1 if the client printed no "Final:" line
+ucx_final() {
+	local rc=$2
 	if [ "$me" = a ]; then
-		grep -q '^Final:' "/tmp/$name.cli" || rc=1
-		log "$name: $(grep '^Final:' "/tmp/$name.cli" | tr -s ' ')"
+		grep -q '^Final:' "/tmp/$1.cli" || rc=1
+		log "$1: $(grep '^Final:' "/tmp/$1.cli" | tr -s ' ')"
 	fi
 	return $rc
+}
+# ucx NAME DEV TLS PORT CLIENT_ARGS: ucx_perftest server on b, client on a
+ucx() {
+	local name=$1 dev=$2 tls=$3 port=$4; shift 4
+	UCX_NET_DEVICES=$dev:1 UCX_TLS=$tls pair_cs "$name" bash -c \
+		'exec ucx_perftest -p '"$port"' ${1:+'"$*"' "$1"}' _
+	ucx_final "$name" $?
 }
 ucx tl rbond0 ud_verbs,self 18741 -t tag_lat -n 300
 log_test $? "ucx_perftest tag_lat over UD, bond <-> bond"
 ucx tb rbond0 rc_verbs,ud_verbs,self 18742 -t tag_bw -s 1048576 -n 40
 log_test $? "ucx_perftest tag_bw 1 MiB (RC data, UD wireup), bond <-> bond"
 pair_cs pb bash -c 'exec ucx_perftest -p 18743 -d rbond0:1 -x rc_verbs ${1:+-t put_bw -D zcopy -s 65536 -n 300 "$1"}' _
-rc=$?
-if [ "$me" = a ]; then
-	grep -q '^Final:' /tmp/pb.cli || rc=1
-	log "pb: $(grep '^Final:' /tmp/pb.cli | tr -s ' ')"
-fi
-log_test $rc "ucx_perftest put_bw (UCT rc_verbs, zcopy), bond <-> bond"
+ucx_final pb $?
+log_test $? "ucx_perftest put_bw (UCT rc_verbs, zcopy), bond <-> bond"
 
 # --- benchmark: one plain rail against the bond, rails shaped --------------
 for r in 0 1; do rail_shape "$me$r" "${UCX_RATE:-40mbit}"; done

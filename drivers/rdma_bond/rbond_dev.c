@@ -597,41 +597,11 @@ static ssize_t primary_show(struct device *device,
 }
 static DEVICE_ATTR_RO(primary);
 
-/* One line per rail: "index ibdev netdev state", and why it is down. */
-static ssize_t rails_show(struct device *device,
-			  struct device_attribute *attr, char *buf)
-{
-	struct rbond_dev *bond = rbond_from_kdev(device);
-	ssize_t len = 0;
-	unsigned int i;
-
-	mutex_lock(&bond->lock);
-	for (i = rbond_next_rail(bond, 0); i < RBOND_MAX_RAILS;
-	     i = rbond_next_rail(bond, i + 1)) {
-		struct rbond_rail *rail = &bond->rails[i];
-
-		u8 why = READ_ONCE(rail->down_reason);
-
-		len += sysfs_emit_at(buf, len, "%u %s %s %s", i,
-				     dev_name(&rail->ibdev->dev),
-				     netdev_name(rail->ndev),
-				     READ_ONCE(rail->active) ? "active" : "down");
-		if (!READ_ONCE(rail->active) && why != RBOND_FAIL_NONE)
-			len += sysfs_emit_at(buf, len, " (%s)",
-					     rbond_fail_reason_name(why));
-		len += sysfs_emit_at(buf, len, "\n");
-	}
-	mutex_unlock(&bond->lock);
-	return len;
-}
-static DEVICE_ATTR_RO(rails);
-
-/*
- * One line per rail: "index kbit/s", the rate the adaptive policy has
- * measured for it (rbond_sched.c; 0: not measured yet).
- */
-static ssize_t rail_rates_show(struct device *device,
-			       struct device_attribute *attr, char *buf)
+/* The bond's rails in index order, one line each from @emit. */
+static ssize_t rbond_rails_show(struct device *device, char *buf,
+				ssize_t (*emit)(struct rbond_rail *rail,
+						unsigned int i, char *buf,
+						ssize_t len))
 {
 	struct rbond_dev *bond = rbond_from_kdev(device);
 	ssize_t len = 0;
@@ -640,10 +610,49 @@ static ssize_t rail_rates_show(struct device *device,
 	mutex_lock(&bond->lock);
 	for (i = rbond_next_rail(bond, 0); i < RBOND_MAX_RAILS;
 	     i = rbond_next_rail(bond, i + 1))
-		len += sysfs_emit_at(buf, len, "%u %llu\n", i,
-				     rbond_rate_kbps(READ_ONCE(bond->rails[i].rate)));
+		len = emit(&bond->rails[i], i, buf, len);
 	mutex_unlock(&bond->lock);
 	return len;
+}
+
+/* "index ibdev netdev state", and why it is down. */
+static ssize_t rbond_rail_line(struct rbond_rail *rail, unsigned int i,
+			       char *buf, ssize_t len)
+{
+	u8 why = READ_ONCE(rail->down_reason);
+
+	len += sysfs_emit_at(buf, len, "%u %s %s %s", i,
+			     dev_name(&rail->ibdev->dev),
+			     netdev_name(rail->ndev),
+			     READ_ONCE(rail->active) ? "active" : "down");
+	if (!READ_ONCE(rail->active) && why != RBOND_FAIL_NONE)
+		len += sysfs_emit_at(buf, len, " (%s)",
+				     rbond_fail_reason_name(why));
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+static ssize_t rails_show(struct device *device,
+			  struct device_attribute *attr, char *buf)
+{
+	return rbond_rails_show(device, buf, rbond_rail_line);
+}
+static DEVICE_ATTR_RO(rails);
+
+/*
+ * "index kbit/s", the rate the adaptive policy has measured for the rail
+ * (rbond_sched.c; 0: not measured yet).
+ */
+static ssize_t rbond_rail_rate_line(struct rbond_rail *rail, unsigned int i,
+				    char *buf, ssize_t len)
+{
+	return len + sysfs_emit_at(buf, len, "%u %llu\n", i,
+				   rbond_rate_kbps(READ_ONCE(rail->rate)));
+}
+
+static ssize_t rail_rates_show(struct device *device,
+			       struct device_attribute *attr, char *buf)
+{
+	return rbond_rails_show(device, buf, rbond_rail_rate_line);
 }
 static DEVICE_ATTR_RO(rail_rates);
 
