@@ -305,6 +305,10 @@ tbf_drops() {
 	done
 	echo $n
 }
+# mrail_stat KEY: a counter of rdma_bond's module-wide mrail_stats
+mrail_stat() {
+	awk -v k="$1" '$1 == k { print $2 }' /sys/module/rdma_bond/parameters/mrail_stats
+}
 rail_unshape() { tc qdisc del dev "$1" root 2>/dev/null; true; }
 rail_down() { ip link set "$1" down; }
 rail_up() { ip link set "$1" up; }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 90
+# time: 120
 #
 # The adaptive policy's rail rates follow the rails (rbond_sched.c,
 # Documentation/rdma_bond.rst "Scheduling"): a rail's rate is measured over
@@ -17,6 +17,14 @@
 #      bond/rail_rates shows rail 0 at least twice rail 1, and rail 0
 #      carried at least SHARE% of the measured WQEs' bytes (a stale
 #      estimate from step 1 splits them about evenly).
+#   4. both rails at RATE_EQ, eight QPs posting 1 MiB WRITEs together
+#      (ib_write_bw -q 8, the benchmark's hardest point): their
+#      completions come in bunches.  No rail may fail over (the stall
+#      watchdog allows a rail's queue to drain at its measured rate), and
+#      no rate sampled during the run may exceed twice the shaping; both
+#      end above half of it (rail 1 comes from step 3's quarter).  Before
+#      the delivery-rate sample and the rail-wide stall check: 3 failovers,
+#      a rate of 254119 kbit/s sampled on 40 Mbit/s rails.
 #
 #   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0, 1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +36,7 @@ RATE1=${SR_RATE1:-10mbit}
 WARM=${SR_WARM:-12}
 ITERS=${SR_ITERS:-24}
 SHARE=${SR_SHARE:-65}
+RATE_EQ=${SR_RATE_EQ:-40}	# Mbit/s, step 4
 U="-x 1 -u $RBOND_QP_TIMEOUT -F"
 SYS=/sys/class/infiniband
 
@@ -64,4 +73,29 @@ log_test $? "the rates followed the shaping: rail 0 at least 2x rail 1 (kbit/s: 
 pct=$(( a0 * 100 / (a0 + a1 + 1) ))
 [ $pct -ge "$SHARE" ]
 log_test $? "one WQE at a time split by the rates: rail 0 carried $pct% (>= $SHARE%; $((a0 / 1000)) kB and $((a1 / 1000)) kB)"
+
+# 4. eight QPs at once on equal rails: a queue as deep as the benchmark's
+RBOND_TBF_LIMIT=32mb
+for d in a0 a1 b0 b1; do rail_shape $d "${RATE_EQ}mbit"; done
+fo0=$(mrail_stat failovers)
+( max=0
+  while :; do
+	for r in 0 1; do
+		v=$(rate_of $r)
+		[ "${v:-0}" -gt $max ] && max=$v && echo $max > /tmp/sr_max
+	done
+	sleep 0.2
+  done ) &
+spid=$!
+echo 0 > /tmp/sr_max
+prov_cs rbond1 rbond0 /tmp/sr_bw8 ib_write_bw -s 1048576 -q 8 -n 12 -x 1 -u 21 -F
+rc=$?
+kill $spid; wait $spid 2>/dev/null
+fo=$(( $(mrail_stat failovers) - fo0 ))
+log_test $rc "equal rails (${RATE_EQ} Mbit/s): ib_write_bw -q 8 1 MiB x 12"
+[ "$fo" = 0 ]
+log_test $? "no rail failed over during it ($fo failovers)"
+max=$(cat /tmp/sr_max) r0=$(rate_of 0) r1=$(rate_of 1) lo=$(( RATE_EQ * 500 ))
+[ "$max" -le $(( 2 * RATE_EQ * 1000 )) ] && [ "${r0:-0}" -ge $lo ] && [ "${r1:-0}" -ge $lo ]
+log_test $? "the rates stayed within 2x the shaping (max sampled $max kbit/s) and end above half of it (kbit/s: $(rates))"
 exit $ret

@@ -124,17 +124,16 @@ struct rbond_rail {
 	atomic64_t stats[RBOND_NR_RAIL_STATS];
 	/*
 	 * Rate of the rail as the bond's multi-rail QPs see it (rbond_sched.c):
-	 * completions of all of them over the time the rail had member WQEs
-	 * outstanding (busy), summed over bursts.  rate: bytes per 2^20 ns
-	 * (~1 ms), 0 unknown.
+	 * the delivery rate of their member WQEs on it, measured across each
+	 * sampled WQE's time on the rail.  rate: bytes per 2^20 ns (~1 ms),
+	 * 0 unknown.
 	 */
 	spinlock_t rate_lock;
 	u32 busy;			/* member WQEs outstanding */
 	u64 obytes;			/* and their bytes */
-	u32 win_n;			/* completions in the window */
-	u64 win_bytes;			/* and their bytes */
-	u64 win_busy;			/* busy ns of the window's past bursts */
-	u64 win_t0;			/* start of the current burst */
+	u64 delivered;			/* bytes completed, ever */
+	u64 delivered_t;		/* ns: the last completion, or busy start */
+	u32 since_sample;		/* completions since the last sample */
 	u32 rate;
 };
 
@@ -256,6 +255,9 @@ struct rbond_swqe {
 	u8 status;			/* enum ib_wc_status */
 	u8 rail;
 	u8 flags;
+	/* its rail's delivered bytes and their time when it went out */
+	u64 rate_del;
+	u64 rate_t;
 };
 
 struct rbond_wqe;

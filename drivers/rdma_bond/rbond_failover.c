@@ -348,10 +348,28 @@ static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
 	return msecs_to_jiffies(ms) + nsecs_to_jiffies(ns);
 }
 
+/*
+ * How long rail @r has gone without progress for @qp, in jiffies: since
+ * its own last completion there (or its first WQE there), unless the rail
+ * delivered another QP's work since.  A rail shared by many QPs serves
+ * them in turn, so one QP's WQE may wait long behind the others' while
+ * the rail works; and the queue ahead of it when it went out may be much
+ * longer than what is outstanding when the watchdog looks (the others
+ * finished): the limit is only sound against the rail's own progress.
+ */
+static unsigned long rbond_fo_idle(struct rbond_qp *qp, unsigned int r,
+				   unsigned long now)
+{
+	u64 rail_ns = ktime_get_ns() -
+		      READ_ONCE(qp->s.bond->rails[r].delivered_t);
+
+	return min(now - qp->s.progress[r], nsecs_to_jiffies(rail_ns));
+}
+
 static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 {
 	struct rbond_qp *qp = mq->qp;
-	unsigned long flags, rails, limit, now = jiffies;
+	unsigned long flags, rails, limit, idle, now = jiffies;
 	unsigned int r;
 
 	if (!READ_ONCE(mq->up))
@@ -362,12 +380,13 @@ static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 		if (!qp->s.inflight[r])
 			continue;
 		limit = rbond_fo_stall_limit(qp, r);
-		if (!limit || !time_after(now, qp->s.progress[r] + limit) ||
+		idle = rbond_fo_idle(qp, r, now);
+		if (!limit || idle <= limit ||
 		    !rbond_fo_mark(qp, r, RBOND_FAIL_STALL))
 			continue;
 		/* the failure dates from the rail's last progress */
 		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -
-			   jiffies_to_nsecs(now - qp->s.progress[r]));
+			   jiffies_to_nsecs(idle));
 	}
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 }

@@ -57,7 +57,7 @@ unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
 	return rails;
 }
 
-/* A rail's measured rate needs this many completions over at least... */
+/* A rate sample every this many completions, over at least... */
 #define RBOND_RATE_MIN_N	4
 #define RBOND_RATE_MIN_NS	(10 * NSEC_PER_MSEC)
 
@@ -413,8 +413,13 @@ static u32 rbond_rate_update(u32 rate, u64 sample)
 	return max_t(u64, (3ULL * rate + sample) / 4, 1);
 }
 
-/* A member WQE goes out on @r: an idle rail starts a busy period. */
-static void rbond_sched_busy(struct rbond_sched *s, unsigned int r, u64 len)
+/*
+ * A member WQE (slot @e, @len bytes) goes out on @r: it remembers what the
+ * rail had delivered by then, and when - the last completion, or now if
+ * the rail was idle (its time on the rail starts with it).
+ */
+static void rbond_sched_busy(struct rbond_sched *s, struct rbond_swqe *e,
+			     unsigned int r, u64 len)
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
 	unsigned long flags;
@@ -422,55 +427,52 @@ static void rbond_sched_busy(struct rbond_sched *s, unsigned int r, u64 len)
 	spin_lock_irqsave(&rail->rate_lock, flags);
 	WRITE_ONCE(rail->obytes, rail->obytes + len);
 	if (!rail->busy++)
-		rail->win_t0 = ktime_get_ns();
+		WRITE_ONCE(rail->delivered_t, ktime_get_ns());
+	e->rate_del = rail->delivered;
+	e->rate_t = rail->delivered_t;
 	spin_unlock_irqrestore(&rail->rate_lock, flags);
 }
 
 /*
- * @n member WQEs of @bytes left rail @r (@count: a completion, not a QP
- * giving back what it had outstanding): every few completions over at
- * least RBOND_RATE_MIN_NS of busy time, a rate sample for the rail.  The
- * window spans bursts: a rail that goes idle keeps the completions and
- * busy time it had, so work that comes one WQE at a time, with a few
- * chunks per rail and idle rails in between (a rendezvous READ per
- * message, a queue depth of one), is measured too; restarting the window
- * at every burst left such a rail's rate at whatever it had been before,
- * and split every WQE by it.
+ * @n member WQEs of @bytes left rail @r; @e: the slot of the one that
+ * completed (NULL: a QP gave back what it had outstanding, not counted).
+ * Every RBOND_RATE_MIN_N completions, a rate sample: the bytes the rail
+ * delivered while @e was on it (from the delivery before it went out to
+ * its own) over that time, if at least RBOND_RATE_MIN_NS - the delivery
+ * rate of TCP's BBR.  Completions of many QPs that share a rail come in
+ * bunches (each of 8 QPs' 1 MiB WQEs, posted together, completes within a
+ * few ms of the others); a window from one sample to the next counted a
+ * bunch over its few ms, many times the rail's rate, and the stall
+ * watchdog, which allows a rail's queue to drain at that rate, failed the
+ * rail over while it was working.  A WQE's own time on the rail spans the
+ * whole queue ahead of it.  Work posted one WQE at a time (a rendezvous
+ * READ per message) is measured over each WQE's time, idle gaps apart.
  */
 static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
-			       u64 bytes, bool count)
+			       u64 bytes, const struct rbond_swqe *e)
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
 	unsigned long flags;
-	u64 now = 0, dt, sample;
-	bool was_busy;
+	u64 now, dt, sample;
 
 	/* also from process context (rbond_sched_release) */
 	spin_lock_irqsave(&rail->rate_lock, flags);
-	was_busy = rail->busy;
 	rail->busy -= min(rail->busy, n);
 	WRITE_ONCE(rail->obytes, rail->obytes - min(rail->obytes, bytes));
-	if (count) {
-		rail->win_bytes += bytes;
-		if (++rail->win_n >= RBOND_RATE_MIN_N) {
-			now = ktime_get_ns();
-			dt = rail->win_busy + now - rail->win_t0;
-			if (dt >= RBOND_RATE_MIN_NS) {
-				sample = min_t(u64, div64_u64(rail->win_bytes << 20, dt),
-					       U32_MAX);
-				WRITE_ONCE(rail->rate,
-					   rbond_rate_update(rail->rate, sample));
-				rail->win_t0 = now;
-				rail->win_busy = 0;
-				rail->win_bytes = 0;
-				rail->win_n = 0;
-			}
+	if (e) {
+		now = ktime_get_ns();
+		rail->delivered += bytes;
+		WRITE_ONCE(rail->delivered_t, now);
+		dt = now - e->rate_t;
+		if (++rail->since_sample >= RBOND_RATE_MIN_N &&
+		    dt >= RBOND_RATE_MIN_NS) {
+			sample = div64_u64((rail->delivered - e->rate_del) << 20,
+					   dt);
+			WRITE_ONCE(rail->rate,
+				   rbond_rate_update(rail->rate,
+						     min_t(u64, sample, U32_MAX)));
+			rail->since_sample = 0;
 		}
-	}
-	if (was_busy && !rail->busy) {	/* idle: its busy time stays counted */
-		now = now ?: ktime_get_ns();
-		rail->win_busy += now - rail->win_t0;
-		rail->win_t0 = now;
 	}
 	spin_unlock_irqrestore(&rail->rate_lock, flags);
 }
@@ -499,7 +501,7 @@ void rbond_sched_posted(struct rbond_sched *s, struct rbond_swqe *e,
 		s->rd_inflight[rail]++;
 	if (!s->inflight[rail])
 		s->progress[rail] = jiffies;
-	rbond_sched_busy(s, rail, len);
+	rbond_sched_busy(s, e, rail, len);
 	s->inflight[rail]++;
 	s->inflight_cl[rail][cl]++;
 	s->obytes[rail] += len;
@@ -526,7 +528,7 @@ static void __rbond_sched_done(struct rbond_sched *s, struct rbond_swqe *e,
 	s->obytes[r] -= min_t(u64, e->byte_len, s->obytes[r]);
 	if (count)
 		s->progress[r] = jiffies;
-	rbond_sched_unbusy(s, r, 1, e->byte_len, count);
+	rbond_sched_unbusy(s, r, 1, e->byte_len, count ? e : NULL);
 }
 
 /**
@@ -563,7 +565,7 @@ void rbond_sched_release(struct rbond_sched *s)
 	for (r = 0; r < RBOND_MAX_RAILS; r++) {
 		if (s->inflight[r])
 			rbond_sched_unbusy(s, r, s->inflight[r], s->obytes[r],
-					   false);
+					   NULL);
 		s->inflight[r] = 0;
 		s->obytes[r] = 0;
 	}

@@ -65,6 +65,26 @@ upgrade_note() {	# upgrade_note "BEFORE": what moved since
 	return 0
 }
 
+rail_devs() {	# every rail netdev of both hosts
+	local r
+	for r in "${!RATE[@]}"; do echo "a$r b$r"; done
+}
+rxe_counters() {	# "dev/counter value" for every rail device's rxe counters
+	local r d
+	for r in "${!RATE[@]}"; do
+		for d in rxe_a$r rxe_b$r; do
+			rdma statistic show link "$d/1" 2>/dev/null | tr ' ' '\n' |
+				awk -v d="$d" 'NR >= 3 && NR % 2 == 1 { k = $0 } NR >= 4 && NR % 2 == 0 { print d "/" k, $0 }'
+		done
+	done
+}
+drops_note() {	# drops_note BEFORE: packets the rails' queues dropped since
+	local n
+	n=$(( $(tbf_drops $(rail_devs)) - $1 ))
+	[ "$n" -gt 0 ] && printf ', %d packets dropped by the rail queues' "$n"
+	return 0
+}
+
 # one_bw CONFIG DEV_A DEV_B SERVER_IP OP QPS SIZE REP [EXPECTED_MBIT]
 one_bw() {
 	local cfg=$1 da=$2 db=$3 ip=$4 op=$5 qps=$6 size=$7 rep=$8 exp=${9:-$LIMIT}
@@ -74,8 +94,11 @@ one_bw() {
 	iters=$(( exp * 125000 * SECS / size / qps ))
 	[ "$iters" -lt 8 ] && iters=8
 	port=$((port + 1))
-	local ub=$UBW ut0
+	local ub=$UBW ut0 d0 tag=$cfg-$op-q$qps-s$size-$rep
 	ut0=$(mstats)
+	d0=$(tbf_drops $(rail_devs))
+	rxe_counters > /tmp/bench.cnt0
+	dmesg -c > /dev/null 2>&1
 	[ "$op" = read ] && ub="$ub -o 2"
 	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $ub \
 		>/tmp/bench.srv 2>&1 &
@@ -96,6 +119,13 @@ one_bw() {
 		  echo "== dmesg"; dmesg | tail -20; } > "$OUT/fail-$cfg-$op-q$qps-s$size-$rep.txt"
 	fi
 	rate=$(wire_rate $samp transfer)
+	# the per-rail wire timeline of every point, for a dip to be read later,
+	# and what the rails' rxe counted and the kernel said meanwhile
+	cp $samp "$OUT/samp-$tag.txt"
+	{ rxe_counters | paste -d' ' /tmp/bench.cnt0 - |
+		awk '$2 != $4 { print $1, $4 - $2 }'
+	  cat /sys/class/infiniband/rbond0/bond/rail_rates 2>/dev/null
+	  dmesg; } > "$OUT/diag-$tag.txt" 2>&1
 	hz=$(getconf CLK_TCK)
 	gb=$(awk '{ b = 0; for (k = 2; k <= NF; k++) b += $k }
 		NR == 1 { a = b } END { printf "%.4f", (b - a) / 1e9 }' $samp)
@@ -104,7 +134,7 @@ one_bw() {
 	echo "bw,$cfg,$RATES_ID,$op,$qps,$size,$rep,$rate,Mbit/s,$cpu" >> "$CSV"
 	printf '# %-14s %-5s q=%d size=%-7d rep %d: %7s Mbit/s (%s x limit %d)%s\n' "$cfg" "$op" \
 		"$qps" "$size" "$rep" "$rate" "$(awk -v a="$rate" -v b="$LIMIT" 'BEGIN{printf "%.2f", a/b}')" "$LIMIT" \
-		"$(upgrade_note "$ut0")"
+		"$(upgrade_note "$ut0")$(drops_note "$d0")"
 }
 
 # one_lat CONFIG DEV_A DEV_B SERVER_IP OP REP
