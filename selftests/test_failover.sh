@@ -35,7 +35,6 @@
 prov_mrail
 RATE=${FO_RATE:-40mbit}
 N=${FO_N:-24}			# 1 MiB chunks per rbond_verify phase
-stat() { awk -v k="$1" '$1 == k { print $2 }' $P/mrail_stats; }
 shape_all() { local d; for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done; }
 shape_all
 
@@ -51,8 +50,8 @@ readd_rail1() {
 # once it carries data, repaired by REPAIR after FO_HOLD seconds
 fo_case() {
 	local label=$1 brk=$2 fix=$3 f0 r0 p0 pf0 a0 a1= b0 vpid rc spid src us= vok
-	f0=$(stat failovers); r0=$(stat failover_replayed)
-	p0=$(stat rejoin_probes); pf0=$(stat rejoin_probe_fails)
+	f0=$(mrail_stat failovers); r0=$(mrail_stat failover_replayed)
+	p0=$(mrail_stat rejoin_probes); pf0=$(mrail_stat rejoin_probe_fails)
 	a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
 	prov_cs rbond1 rbond0 /tmp/fo_v "$PROGS/rbond_verify" \
 		-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
@@ -76,14 +75,14 @@ fo_case() {
 	wait $vpid; rc=$?
 	wait $spid; src=$?
 	[ -n "$a1" ] || a1=$(rdma_hw_stat rbond0 rail1_failovers)
-	log "$label: failovers $(($(stat failovers) - f0)), replayed WQEs $(($(stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(rdma_hw_stat rbond1 rail1_failovers) - b0)), rejoin probes $(($(stat rejoin_probes) - p0)) ($(($(stat rejoin_probe_fails) - pf0)) failed), last failure to replay: ${us:-?}"
+	log "$label: failovers $(($(mrail_stat failovers) - f0)), replayed WQEs $(($(mrail_stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(rdma_hw_stat rbond1 rail1_failovers) - b0)), rejoin probes $(($(mrail_stat rejoin_probes) - p0)) ($(($(mrail_stat rejoin_probe_fails) - pf0)) failed), last failure to replay: ${us:-?}"
 	[ $rc = 0 ]
 	vok=$?
 	log_test $vok "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
 	grep -h '^# client:\|^ok' /tmp/fo_s /tmp/fo_s.srv | sed 's/^/# stream: /'
 	[ $src = 0 ]
 	log_test $? "$label: rbond_stream: SENDs in order, none lost or duplicated, data intact, counter exact"
-	[ "$(stat failovers)" -gt "$f0" ] && [ "$a1" -gt "$a0" ]
+	[ "$(mrail_stat failovers)" -gt "$f0" ] && [ "$a1" -gt "$a0" ]
 	log_test $? "$label: rbond0 failed over from rail 1"
 	FO_A=$((a1 - a0))
 	FO_B=$(($(rdma_hw_stat rbond1 rail1_failovers) - b0))
@@ -113,14 +112,14 @@ fo_case "silent loss" \
 # QP fails over from it once.  Before the probe, the rail was taken back
 # and failed over again three times within 8 s (CI, 6.12, 2026-12-02), and
 # one of those re-failovers left a WQE of B flushed.
-pf0=$(stat rejoin_probe_fails)
+pf0=$(mrail_stat rejoin_probe_fails)
 FO_HOLD=24 fo_case "one-way loss" "rail_shape b1 $RATE '' 100%" "rail_shape b1 $RATE"
 [ "$FO_B" -gt 0 ]
 log_test $? "one-way loss: rbond1 fenced and failed over on rbond0's request"
 [ $((FO_A)) -ge 1 ] && [ $((FO_A)) -le 2 ]
 log_test $? "one-way loss: rbond0 failed over from rail 1 once per QP in 24 s ($FO_A for 2 QPs), not again after a rejoin"
-[ $(($(stat rejoin_probe_fails) - pf0)) -ge 1 ]
-log_test $? "one-way loss: rejoin probes found the rail broken ($(($(stat rejoin_probe_fails) - pf0)) failed)"
+[ $(($(mrail_stat rejoin_probe_fails) - pf0)) -ge 1 ]
+log_test $? "one-way loss: rejoin probes found the rail broken ($(($(mrail_stat rejoin_probe_fails) - pf0)) failed)"
 
 # 4. member device removed
 fo_case "device removed" "rdma link delete rxe_a1" "readd_rail1"
@@ -173,7 +172,7 @@ done
 w0=$(rail_tx_bytes a0); t0=$(date +%s.%N)
 bw_wait || log "baseline ib_write_bw failed"
 base=$(echo "($(rail_tx_bytes a0) - $w0) / ($(date +%s.%N) - $t0)" | bc)
-f0=$(stat failovers)
+f0=$(mrail_stat failovers)
 bw_start rbond1 rbond0 1500
 wait_striping && sleep 2
 rail_down a1
@@ -184,8 +183,8 @@ ratio=$(echo "scale=2; $after / $base" | bc)
 log "rail 0 after the loss: $((after / 1000)) kB/s; one plain rail: $((base / 1000)) kB/s; ratio $ratio"
 [ $rc = 0 ]
 log_test $? "ib_write_bw completes with rail 1 down for good (rc $rc)"
-[ "$(stat failovers)" -gt "$f0" ]
-log_test $? "ib_write_bw: QPs failed over ($(($(stat failovers) - f0)))"
+[ "$(mrail_stat failovers)" -gt "$f0" ]
+log_test $? "ib_write_bw: QPs failed over ($(($(mrail_stat failovers) - f0)))"
 [ "$(echo "$ratio >= 0.83" | bc)" = 1 ]
 log_test $? "rail 0 alone carries $ratio x one plain rail after the loss (>= 0.83, i.e. within 1.2x of the time)"
 rail_up a1
@@ -198,7 +197,7 @@ _wait_gid rxe_a1; _wait_gid rxe_b1
 # READ retries, but three runs of this case on 2026-12-03 dropped nothing
 # (with perftest's default outstanding READs and with -o 2), so the cause
 # is still open (Documentation/testing.rst).
-f0=$(stat failovers)
+f0=$(mrail_stat failovers)
 d0=$(tbf_drops a0 b0)
 bw_start rbond1 rbond0 250 ib_read_bw -q 8
 wait_striping && sleep 2
@@ -207,7 +206,7 @@ bw_wait; rc=$?
 [ $rc = 0 ] || tail -n 5 /tmp/fo_bw | sed 's/^/#   /'
 log "ib_read_bw, 8 QPs: rail 0's queues dropped $(($(tbf_drops a0 b0) - d0)) packets"
 [ $rc = 0 ]
-log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(stat failovers) - f0)))"
+log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(mrail_stat failovers) - f0)))"
 
 for d in a0 a1 b0 b1; do rail_unshape $d; done
 echo 0 > $P/multirail

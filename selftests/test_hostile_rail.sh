@@ -34,7 +34,6 @@ H=$PROGS/rbond_hostile
 [ -x "$H" ] || skip "rbond_hostile not built (make progs)"
 RATE=${HR_RATE:-40mbit}
 for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done
-stat() { awk -v k="$1" '$1 == k { print $2 }' $P/mrail_stats; }
 
 # member_qpn: rbond0's QP's member QPN on rail 1 (its only QP)
 member_qpn() {
@@ -63,13 +62,13 @@ hr_case() {
 		log_test 1 "$label: found rbond0's rail-1 member and its PSN"
 		return
 	fi
-	r0=$(stat probe_recvs); e0=$(stat probe_recv_errors)
+	r0=$(mrail_stat probe_recvs); e0=$(mrail_stat probe_recv_errors)
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$H" inject -d rxe_b1 -a "$(rail_ip 1 a)" -q "$q" -s "$psn" \
 		-o "$op" -L 64 2>&1 | sed 's/^/# injector: /'
-	log "$label: probe_recvs +$(($(stat probe_recvs) - r0)), probe_recv_errors +$(($(stat probe_recv_errors) - e0))"
+	log "$label: probe_recvs +$(($(mrail_stat probe_recvs) - r0)), probe_recv_errors +$(($(mrail_stat probe_recv_errors) - e0))"
 	if [ "$op" = send ]; then
-		[ $(($(stat probe_recv_errors) - e0)) -ge 1 ] && [ "$(stat probe_recvs)" = "$r0" ]
+		[ $(($(mrail_stat probe_recv_errors) - e0)) -ge 1 ] && [ "$(mrail_stat probe_recvs)" = "$r0" ]
 		log_test $? "$label: the member refused it (probe_recv_errors moved, probe_recvs did not)"
 	fi
 	wait $spid; src=$?
@@ -77,7 +76,7 @@ hr_case() {
 	[ $src = 0 ]
 	log_test $? "$label: rbond_stream intact across it (nothing lost, duplicated or corrupted)"
 	log "$label: rbond0 rail1_failovers +$(($(rdma_hw_stat rbond0 rail1_failovers) - a0))," \
-		"failovers $(stat failovers), replayed $(stat failover_replayed)"
+		"failovers $(mrail_stat failovers), replayed $(mrail_stat failover_replayed)"
 }
 
 hr_case 1 send "64-byte SEND into the probe receive"

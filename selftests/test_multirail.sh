@@ -34,7 +34,6 @@ TXDEPTH=${MR_TXDEPTH:-16}
 MIN_RATIO=${MR_MIN_RATIO:-1.1}	# floor under a loaded TCG host; goal 1.9 (bench)
 
 stats() { tr '\n' ' ' < $P/mrail_stats; }
-stat() { awk -v k="$1" '$1 == k { print $2 }' $P/mrail_stats; }
 
 # 1. conformance, unshaped rails.  Each case fails on a violation:
 #    rbond_verify checks every byte, wr_id, opcode, byte_len and the
@@ -59,7 +58,7 @@ vf rbond1 rbond0 -n 64
 vf rbond1 rbond0 -R -n 64 -s 4096
 vf rbond1 rbond0 -R -n 8 -s 1048576
 vf rbond1 rbond0 -e -n 8 -s 262144
-s0=$(stat striped); c0=$(stat chunks); w0=$(stat waits)
+s0=$(mrail_stat striped); c0=$(mrail_stat chunks); w0=$(mrail_stat waits)
 for pol in adaptive round-robin weighted active-backup qp-hash; do
 	policy $pol || fail "cannot set policy $pol"
 	ord $pol -R -n 8 -s 1048576
@@ -67,25 +66,25 @@ done
 policy adaptive
 ord "adaptive, strict MRs" -n 8 -s 262144
 # an error on a striped QP: later WQEs flush, also those other rails carried
-f0=$(stat qp_failed); s0=$(stat striped)
+f0=$(mrail_stat qp_failed); s0=$(mrail_stat striped)
 for pol in adaptive round-robin; do
 	policy $pol || fail "cannot set policy $pol"
 	ord "error, $pol" -E -R -n 16 -s 65536
 done
 policy adaptive
-[ "$(stat qp_failed)" -ge $((f0 + 2)) ]
-log_test $? "bond QPs failed as a whole ($(($(stat qp_failed) - f0)) QPs)"
-[ "$(stat striped)" -gt "$s0" ]
-log_test $? "error cases ran striped ($(($(stat striped) - s0)) WQEs on extra rails)"
+[ "$(mrail_stat qp_failed)" -ge $((f0 + 2)) ]
+log_test $? "bond QPs failed as a whole ($(($(mrail_stat qp_failed) - f0)) QPs)"
+[ "$(mrail_stat striped)" -gt "$s0" ]
+log_test $? "error cases ran striped ($(($(mrail_stat striped) - s0)) WQEs on extra rails)"
 log "after conformance: $(stats)"
-[ "$(stat qp_up)" -ge 2 ]
-log_test $? "bond QPs went multi-rail (qp_up=$(stat qp_up))"
+[ "$(mrail_stat qp_up)" -ge 2 ]
+log_test $? "bond QPs went multi-rail (qp_up=$(mrail_stat qp_up))"
 # the ordering cases ran striped, split, and with ordering points
-[ "$(stat striped)" -gt "$s0" ] && [ "$(stat chunks)" -gt "$c0" ] &&
-	[ "$(stat waits)" -gt "$w0" ]
-log_test $? "ordering cases were striped ($(($(stat striped) - s0)) WQEs), split ($(($(stat chunks) - c0)) chunks), waited ($(($(stat waits) - w0)))"
-[ "$(stat inval_timeouts)" = 0 ]
-log_test $? "every rkey invalidation acknowledged (rkey_invals $(stat rkey_invals))"
+[ "$(mrail_stat striped)" -gt "$s0" ] && [ "$(mrail_stat chunks)" -gt "$c0" ] &&
+	[ "$(mrail_stat waits)" -gt "$w0" ]
+log_test $? "ordering cases were striped ($(($(mrail_stat striped) - s0)) WQEs), split ($(($(mrail_stat chunks) - c0)) chunks), waited ($(($(mrail_stat waits) - w0)))"
+[ "$(mrail_stat inval_timeouts)" = 0 ]
+log_test $? "every rkey invalidation acknowledged (rkey_invals $(mrail_stat rkey_invals))"
 
 # 2. bandwidth, rails shaped to the same rate: steady state from the wire
 # counters (lib.sh wire_sample/wire_rate, as the benchmark measures).

@@ -67,7 +67,6 @@ test_bond_rxe() {
 # carries them.  rxe rails do virtual DMA (the mapping is the address);
 # dma_always=1 runs the mapping path for them too: data still intact, and
 # every mapping undone once the QPs are gone.
-mstat() { awk -v k="$1" '$1 == k { print $2 }' /sys/module/rdma_bond/parameters/mrail_stats; }
 test_dma_always() {
 	local rc=0 m0 u0 m1 u1 p=/sys/module/rdma_bond/parameters/dma_always
 	if [ ! -f $p ]; then
@@ -75,16 +74,16 @@ test_dma_always() {
 		return
 	fi
 	echo 1 > $p
-	m0=$(mstat dma_mapped); u0=$(mstat dma_unmapped)
+	m0=$(mrail_stat dma_mapped); u0=$(mrail_stat dma_unmapped)
 	rbond_create rbondb b || { log_test 1 "bonds"; echo 0 > $p; return; }
 	ktest rbond0 rbondb keep=1 || rc=1
-	m1=$(mstat dma_mapped)
+	m1=$(mrail_stat dma_mapped)
 	rmmod rbond_ktest
 	ktest rbond0 rxe_b0 || rc=1
 	rmmod rbond_ktest 2>/dev/null
 	check_ok rdma link delete rbondb
 	log_test $rc "dma_always=1: bond <-> bond and bond <-> rxe, every check passed"
-	m1=$(mstat dma_mapped); u1=$(mstat dma_unmapped)
+	m1=$(mrail_stat dma_mapped); u1=$(mrail_stat dma_unmapped)
 	log "dma_mapped $m0 -> $m1, dma_unmapped $u0 -> $u1"
 	[ $((m1 - m0)) -gt 0 ] && [ $((m1 - m0)) = $((u1 - u0)) ]
 	log_test $? "dma_always=1: kernel SGEs mapped per member ($((m1 - m0))), every one unmapped"

@@ -27,7 +27,7 @@ txw() { rdma_hw_stat rbond0 "rail$1_tx_wqes"; }
 
 for d in a0 b0; do rail_shape $d "$RATE"; done
 for d in a1 b1; do rail_shape $d "$RATE" 1000ms; done
-fo0=$(awk '$1 == "failovers" { print $2 }' $P/mrail_stats)
+fo0=$(mrail_stat failovers)
 dm0=$(dmesg | wc -l)
 timeout -k 5 120 "$T" -d rbond1 -p $PORT -s 131072 -n 16 -u "$RBOND_QP_TIMEOUT" \
 	>/tmp/sr.srv 2>&1 &
@@ -49,7 +49,7 @@ sleep 10
 d0=$(($(txw 0) - w0)); d1=$(($(txw 1) - w1))
 wait $cpid; crc=$?
 wait $spid; src=$?
-fo=$(($(awk '$1 == "failovers" { print $2 }' $P/mrail_stats) - fo0))
+fo=$(($(mrail_stat failovers) - fo0))
 log "after the delay: rail 0 +$d0, rail 1 +$d1 WQEs; failovers during the delay: $fo"
 tail -n 1 /tmp/sr.cli | sed 's/^/# client: /'
 [ "$crc" = 0 ] && [ "$src" = 0 ] &&

@@ -38,7 +38,6 @@ CASES=" ${TD_CASES:-e c1 c2 a b d1 d2} "	# a subset: TD_CASES="c1 d2"
 want() { [[ "$CASES" == *" $1 "* ]]; }
 SYS=/sys/class/infiniband
 
-stat() { awk -v k="$1" '$1 == k { print $2 }' $P/mrail_stats; }
 shape() { local d; for d in a0 a1 b0 b1; do [ -e /sys/class/net/$d ] && rail_shape $d "$RATE"; done; true; }
 
 setup() {	# multi-rail on, both bonds over both rails, rails shaped
@@ -74,7 +73,7 @@ start_load() {
 	local i s0
 	PORT=$((PORT + 1))
 	rm -f /tmp/td_flow
-	s0=$(stat striped)
+	s0=$(mrail_stat striped)
 	timeout -k 5 300 "$T" -d rbond1 -p $PORT $ARGS >/tmp/td.srv 2>&1 &
 	SPID=$!
 	prov_wait_listen $PORT 60 || log "server not listening"
@@ -83,10 +82,10 @@ start_load() {
 	CPID=$!
 	for i in $(seq 600); do [ -e /tmp/td_flow ] && break; sleep 0.1; done
 	[ -e /tmp/td_flow ] || { log "no completions flowing"; sed 's/^/#   /' /tmp/td.cli; return 1; }
-	for i in $(seq 300); do [ "$(stat striped)" -gt "$((s0 + 16))" ] && break; sleep 0.1; done
+	for i in $(seq 300); do [ "$(mrail_stat striped)" -gt "$((s0 + 16))" ] && break; sleep 0.1; done
 	# the negotiation and key translation are not this test's subject:
 	# without striping a case still runs (and must pass), it says so
-	if [ "$(stat striped)" -le "$((s0 + 16))" ]; then
+	if [ "$(mrail_stat striped)" -le "$((s0 + 16))" ]; then
 		log "WARNING: traffic not striped: $(tr '\n' ' ' < $P/mrail_stats)"
 		log "rbond0: $(rdma statistic show link rbond0/1 2>/dev/null |
 			       grep -oE 'rail[0-9]_tx_wqes [0-9]+' | tr '\n' ' ')"

@@ -565,6 +565,7 @@ bool rbond_qp_recv_deliver(struct rbond_dev *bond, struct rbond_qp *qp,
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 unsigned int rail, const struct ib_wc *mwc);
 void rbond_qp_deliver_posted(struct rbond_qp *qp);
+void rbond_qp_kick(struct rbond_qp *qp);
 void rbond_qp_flush(struct rbond_qp *qp);
 void rbond_qp_flush_rail(struct rbond_qp *qp, unsigned int rail,
 			 enum ib_wc_status status);

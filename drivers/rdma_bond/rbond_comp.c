@@ -295,6 +295,28 @@ int rbond_qp_replay_rail(struct rbond_qp *qp, unsigned int rail, bool force,
 }
 
 /**
+ * rbond_qp_kick() - post the WQEs that waited, outside a completion
+ * @qp: the QP
+ *
+ * What made them wait may have changed without a completion of @qp (the
+ * remote key the first of them waited for was translated): post what may
+ * go now, as the completion path would, and deliver.
+ * Locks: the send CQ's lock and sq_lock not held.  Process context.
+ */
+void rbond_qp_kick(struct rbond_qp *qp)
+{
+	struct rbond_cq *cq = qp->scq;
+	unsigned long flags;
+	bool added;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	spin_lock(&qp->sq_lock);
+	added = rbond_qp_deliver(qp);
+	spin_unlock(&qp->sq_lock);
+	rbond_cq_unlock_notify(cq, added, flags);
+}
+
+/**
  * rbond_qp_deliver_posted() - deliver a WQE the post path completed itself
  * @qp: the QP
  *
