@@ -75,8 +75,20 @@ bench() {	# bench NAME DEV: seconds of tag_bw 1 MiB x n (client side)
 }
 bench plain "rxe_${me}0" 18744
 rc1=$?
+# each host's adaptive rail rates, once a second: how the bond split the
+# rendezvous READs (host b posts them) is read from these
+( while :; do tr '\n' ' ' < /sys/class/infiniband/rbond0/bond/rail_rates
+	echo; sleep 1; done ) > /tmp/rates.log &
+rpid=$!
 bench bonded rbond0 18745
 rc2=$?
+kill $rpid
+if [ "$me" = b ]; then
+	pair_put rates "$(tr '\n' '|' < /tmp/rates.log)"
+else
+	log "rail_rates (kbit/s) each second, a: $(tr '\n' '|' < /tmp/rates.log)"
+	log "rail_rates (kbit/s) each second, b: $(pair_get rates 60)"
+fi
 if [ "$me" = a ] && [ $rc1 = 0 ] && [ $rc2 = 0 ]; then
 	# UCX's own figure: "Final:" ... overall bandwidth (MB/s) is field 7
 	bw_p=$(awk '/^Final:/ { print $7 }' /tmp/plain.cli)
