@@ -81,6 +81,7 @@ RBOND_TBF_LIMIT=32mb
 for d in a0 a1 b0 b1; do rail_shape $d "${RATE_EQ}mbit"; done
 fo0=$(mrail_stat failovers)
 r1_was=$(rate_of 1)
+echo 0 > /tmp/sr_max
 ( max=0
   while :; do
 	for r in 0 1; do
@@ -90,7 +91,6 @@ r1_was=$(rate_of 1)
 	sleep 0.2
   done ) &
 spid=$!
-echo 0 > /tmp/sr_max
 prov_cs rbond1 rbond0 /tmp/sr_bw8 ib_write_bw -s 1048576 -q 8 -n 12 -x 1 -u 21 -F
 rc=$?
 kill $spid; wait $spid 2>/dev/null
