@@ -47,6 +47,7 @@
 
 #define RBOND_PORT		1
 #define RBOND_MAX_SGE		16
+#define RBOND_PSN_MASK		0xffffff	/* 24-bit PSNs */
 /*
  * Inline data per WQE: captured at post time into a buffer on the posting
  * thread's stack (rbond_post_send), so it is bounded here and never by what
@@ -255,6 +256,7 @@ struct rbond_swqe {
 	u8 status;			/* enum ib_wc_status */
 	u8 rail;
 	u8 flags;
+	u32 psn;			/* its member WQE's first PSN */
 	/* its rail's delivered bytes and their time when it went out */
 	u64 rate_del;
 	u64 rate_t;
@@ -323,12 +325,20 @@ struct rbond_qp {
 	/* rails (rails_up) and, for a multi-rail QP, their accounting */
 	struct rbond_sched s;
 	u32 mposted[RBOND_MAX_RAILS];	/* member WQEs posted per rail */
+	/*
+	 * Per member: its next send PSN and path MTU in bytes (sq_lock), so
+	 * that a home-rail failover knows which WQEs the peer's responder
+	 * executed (rbond_failover.c, "home move").
+	 */
+	u32 npsn[RBOND_MAX_RAILS];
+	u32 pmtu[RBOND_MAX_RAILS];
 	/* WQEs that wait for completions (multi-rail; rbond_post.c) */
 	struct rbond_wqe *pend;
 	/* per slot, what went on an extra rail: replayed if it fails */
 	struct rbond_wqe *log;
 	unsigned long fo_rails;		/* rails failing over (sq_lock) */
 	u8 *pend_inl;			/* their inline data, per slot */
+	u8 *log_inl;			/* logged inline data, per slot */
 	u32 pend_head, pend_tail, pend_size;
 	/* application WQEs in [sq_tail, sq_head): at most cap.max_send_wr */
 	u32 sq_wqes;
@@ -347,6 +357,19 @@ struct rbond_qp {
 	spinlock_t rq_post_lock;	/* posting order */
 	spinlock_t rq_lock;		/* rq ring and indices */
 	u64 *rq;			/* application wr_id per slot */
+	/*
+	 * The receives' SGEs (the application's lkeys) and counts per slot,
+	 * to post them again on a new home rail.  rq_rail: the member they
+	 * go to; rq_moving: being moved (posts only stored); rq_old_head:
+	 * the slots posted to the old member, rq_seen: the old member's
+	 * flushes seen up to (rq_lock).
+	 */
+	struct ib_sge *rq_sge;
+	u8 *rq_nsge;
+	unsigned int rq_rail;
+	bool rq_moving;
+	u32 rq_old_head;
+	u32 rq_seen;
 	/* kernel QPs: the DMA mapping per member WQE (rbond_dma.c) */
 	struct rbond_dmamap *sq_dma;
 	struct rbond_dmamap *rq_dma;
@@ -527,6 +550,8 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		   int attr_mask, struct ib_qp_init_attr *init_attr);
 int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+void rbond_qp_set_psn(struct rbond_qp *qp, unsigned int rail,
+		      const struct ib_qp_attr *attr, int mask);
 
 /* rbond_srq.c */
 int rbond_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -558,12 +583,16 @@ unsigned int rbond_post_replay(struct rbond_qp *qp, unsigned int rail,
 int rbond_post_alloc_pending(struct rbond_qp *qp);
 void rbond_post_free(struct rbond_qp *qp);
 void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok);
+unsigned int rbond_post_recv_move(struct rbond_qp *qp, unsigned int rail);
+unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
+				    u32 epsn, u64 *bytes);
 
 /* rbond_comp.c */
 bool rbond_qp_recv_deliver(struct rbond_dev *bond, struct rbond_qp *qp,
 			   unsigned int rail, struct ib_wc *wc);
 bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 			 unsigned int rail, const struct ib_wc *mwc);
+bool rbond_qp_deliver(struct rbond_qp *qp);
 void rbond_qp_deliver_posted(struct rbond_qp *qp);
 void rbond_qp_kick(struct rbond_qp *qp);
 void rbond_qp_flush(struct rbond_qp *qp);

@@ -170,14 +170,18 @@ static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
 	return true;
 }
 
-/*
+/**
+ * rbond_qp_deliver() - deliver what is done, post what may go now
+ * @qp: the QP
+ *
  * Deliver the completed WQEs at the head of the send queue, in posting
  * order, then post the WQEs that waited for them (multi-rail); again until
  * neither makes progress: a waiting WQE whose post fails completes at once
- * and must be delivered too.  scq->lock and sq_lock held.  True when a
- * completion was added to the bond CQ.
+ * and must be delivered too.
+ * Locks: scq->lock and sq_lock held.
+ * Return: true when a completion was added to the bond CQ.
  */
-static bool rbond_qp_deliver(struct rbond_qp *qp)
+bool rbond_qp_deliver(struct rbond_qp *qp)
 {
 	bool added = false;
 
@@ -433,10 +437,14 @@ bool rbond_qp_recv_deliver(struct rbond_dev *bond, struct rbond_qp *qp,
 }
 
 static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
-			     const struct ib_wc *mwc, u32 seq)
+			     unsigned int rail, const struct ib_wc *mwc,
+			     u32 seq)
 {
 	struct ib_wc wc = *mwc;
 
+	/* the home rail moving: its flushes are posted again, not seen */
+	if (rbond_fo_recv_wc(qp, rail, mwc, seq))
+		return false;
 	spin_lock(&qp->rq_lock);
 	if (seq - qp->rq_tail >= qp->rq_head - qp->rq_tail) {
 		spin_unlock(&qp->rq_lock);
@@ -458,7 +466,7 @@ static bool rbond_qp_recv_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 	qp->rq_tail = seq + 1;
 	spin_unlock(&qp->rq_lock);
 
-	return rbond_qp_recv_deliver(bond, qp, qp->home, &wc);
+	return rbond_qp_recv_deliver(bond, qp, rail, &wc);
 }
 
 /**
@@ -496,7 +504,7 @@ bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 	if (mwc->wr_id & RBOND_WRID_RECV) {
 		if (WARN_ON_ONCE(qp->rcq != cq))
 			return false;
-		return rbond_qp_recv_wc(bond, qp, mwc, seq);
+		return rbond_qp_recv_wc(bond, qp, rail, mwc, seq);
 	}
 	if (WARN_ON_ONCE(qp->scq != cq))
 		return false;

@@ -42,6 +42,13 @@
 
 #include "rbond_mqp.h"
 
+static bool rbond_home_failover = true;
+module_param_named(home_failover, rbond_home_failover, bool, 0644);
+MODULE_PARM_DESC(home_failover,
+		 "Fail a multi-rail QP's home rail over to another rail, with its SENDs, receives and atomics (default on)");
+
+static bool rbond_fo_mark_home(struct rbond_qp *qp, u8 reason);
+
 static const char * const rbond_fail_names[RBOND_NR_FAIL_REASONS] = {
 	[RBOND_FAIL_NONE] = "none",
 	[RBOND_FAIL_LINK] = "link down",
@@ -80,6 +87,8 @@ bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
 		return false;
 	if (qp->fo_rails & BIT(rail))
 		return true;
+	if (mq && rail == qp->home && !qp->sq_failed && !READ_ONCE(mq->dead))
+		return rbond_fo_mark_home(qp, reason);
 	if (!mq || rail == qp->home || qp->sq_failed || READ_ONCE(mq->dead) ||
 	    !(qp->s.rails_up & BIT(rail)) ||
 	    !(qp->s.rails_up & BIT(qp->home)))
@@ -119,7 +128,7 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 	u8 reason;
 
 	lockdep_assert_held(&qp->sq_lock);
-	if (!mq || e->rail == qp->home || e->rail >= RBOND_MAX_RAILS)
+	if (!mq || e->rail >= RBOND_MAX_RAILS)
 		return false;
 	if (!(qp->fo_rails & BIT(e->rail))) {
 		switch (wc->status) {
@@ -131,9 +140,9 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 		/*
 		 * rxe of 6.12 fails the WQE whose packet the rail's netdev
 		 * refused (link down) with a local QP operation error, and
-		 * its member to error, before the port event reaches us; an
-		 * extra rail carries only WRITE and READ chunks the bond
-		 * built and checked, so neither is the application's.
+		 * its member to error, before the port event reaches us;
+		 * every WQE was checked by the bond before it went out, so
+		 * neither is the application's.
 		 */
 		case IB_WC_LOC_QP_OP_ERR:
 			reason = RBOND_FAIL_QP_FATAL;
@@ -250,6 +259,9 @@ void rbond_fo_want_rejoin(struct rbond_mqp *mq, unsigned int r,
 {
 	unsigned int b;
 
+	/* a QP whose home moved keeps the rails it has (not taken back) */
+	if (READ_ONCE(mq->home_moved))
+		return;
 	if (!delay_ms) {
 		lockdep_assert_held(&mq->lock);
 		b = mq->rejoin_backoff[r];
@@ -320,6 +332,141 @@ void rbond_fo_rail_work(struct work_struct *work)
 			   "rail %u down (%s): %u QPs fail over to the other rails\n",
 			   r, rbond_fail_reason_name(a.reason), a.n);
 	}
+}
+
+/* --- the home rail: detection ------------------------------------------------ */
+
+/**
+ * rbond_fo_home_moving() - whether @qp's home rail is failing over
+ * @qp: the QP
+ *
+ * Nothing of the send queue goes to a member meanwhile (the post path and
+ * rbond_post_drain() let it wait).  Any context.
+ */
+bool rbond_fo_home_moving(const struct rbond_qp *qp)
+{
+	return qp->mrail && READ_ONCE(qp->mrail->mv_active);
+}
+
+/* The rail the home would move to, or -1.  sq_lock held. */
+static int rbond_fo_home_target(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long rails = qp->s.rails_up & ~BIT(qp->home) & ~qp->fo_rails;
+	unsigned int r;
+
+	for_each_set_bit(r, &rails, RBOND_MAX_RAILS)
+		if (READ_ONCE(mq->m[r].peer) >= 0 && qp->member[r])
+			return r;
+	return -1;
+}
+
+/*
+ * Start moving @qp's home rail (rbond_fo_mark() for the home rail): only
+ * for a multi-rail QP with a bond peer whose extra rails are up, one of
+ * them left, and no SRQ (its receives are the SRQ's, on its rail).
+ * sq_lock held.
+ */
+static bool rbond_fo_mark_home(struct rbond_qp *qp, u8 reason)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned int h = qp->home;
+
+	lockdep_assert_held(&qp->sq_lock);
+	if (mq->mv_active)
+		return true;
+	if (!READ_ONCE(rbond_home_failover) || qp->srq || !qp->pend ||
+	    !qp->log || !READ_ONCE(mq->up) || !qp->member[h] ||
+	    !(qp->s.rails_up & BIT(h)) || rbond_fo_home_target(qp) < 0) {
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: home rail %u cannot move: srq %d up %d rails_up 0x%lx fo_rails 0x%lx\n",
+			  qp->ibqp.qp_num, h, !!qp->srq, READ_ONCE(mq->up),
+			  qp->s.rails_up, qp->fo_rails);
+		return false;
+	}
+	qp->s.rails_up &= ~BIT(h);
+	qp->fo_rails |= BIT(h);
+	mq->fo_qpn[h] = qp->member[h]->qp_num;
+	mq->mv_old = h;
+	WRITE_ONCE(mq->mv_active, true);
+	WRITE_ONCE(mq->fo_reason[h], reason);
+	WRITE_ONCE(mq->fo_t0[h], ktime_get_ns());
+	WRITE_ONCE(mq->fo_since[h], mq->fo_t0[h]);
+	smp_mb__before_atomic();	/* the state above before the bit */
+	set_bit(h, &mq->fo_want);
+	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
+	return true;
+}
+
+/**
+ * rbond_fo_home_event() - an async event of the home member QP
+ * @qp: the QP
+ * @member: the member QP it is about
+ *
+ * A home member that went to error by itself moves the home rail if it
+ * can; the events of a home member a move left behind are ours.
+ * Any context.
+ * Return: true when the event is the bond's, not the application's.
+ */
+bool rbond_fo_home_event(struct rbond_qp *qp, struct ib_qp *member)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long flags;
+	bool ours;
+
+	if (!mq)
+		return false;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	ours = member != qp->member[qp->home] ||
+	       rbond_fo_mark(qp, qp->home, RBOND_FAIL_QP_FATAL);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return ours;
+}
+
+/**
+ * rbond_fo_recv_wc() - whether a receive completion is the failover's
+ * @qp: the QP
+ * @rail: the rail of the member CQ it came from
+ * @wc: the member completion
+ * @seq: its receive slot
+ *
+ * A receive flushed by the home member while the home rail moves (or
+ * whose flush starts the move: the member went to error with no error of
+ * the application's) is not delivered: it is posted again on the new
+ * home.  A late completion of an old home member is dropped.  What the
+ * old member completed successfully is delivered: the peer counts it as
+ * received (its responder's PSN, rbond_post_home_replay()).
+ * Locks: the recv CQ's lock held, rq_lock not.
+ * Return: true when the completion is not to be delivered.
+ */
+bool rbond_fo_recv_wc(struct rbond_qp *qp, unsigned int rail,
+		      const struct ib_wc *wc, u32 seq)
+{
+	unsigned long flags;
+	bool ours;
+
+	if (!qp->mrail)
+		return false;
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	ours = rail != qp->rq_rail;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	if (wc->status == IB_WC_SUCCESS)
+		return ours && !rbond_fo_home_moving(qp);
+	if (!ours && !rbond_fo_home_moving(qp)) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			return false;
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		ours = !qp->sq_erring && qp->state != IB_QPS_ERR &&
+		       rbond_fo_mark(qp, rail, RBOND_FAIL_QP_FATAL);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		if (!ours)
+			return false;
+	}
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if ((s32)(seq + 1 - qp->rq_seen) > 0)
+		qp->rq_seen = seq + 1;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return true;
 }
 
 /* --- the watchdog: a rail that makes no progress ---------------------------- */
@@ -462,6 +609,11 @@ static void rbond_fo_send_fence(struct rbond_mqp *mq, unsigned int r)
 		      be32_to_cpu(mq->peer_rail[pr].qpn));
 }
 
+static void rbond_fo_home_fence_in(struct rbond_mqp *mq,
+				   struct rbond_conn *conn, unsigned int r,
+				   u32 qpn, u8 from, u32 src, u8 flags,
+				   u8 nh, u32 epsn);
+
 /* The inbox: the peer's FENCEs (fence, acknowledge) and FENCE_ACKs. */
 static void rbond_fo_take_inbox(struct rbond_mqp *mq)
 {
@@ -469,6 +621,9 @@ static void rbond_fo_take_inbox(struct rbond_mqp *mq)
 	u8 fence_from[RBOND_MAX_RAILS], ack_from[RBOND_MAX_RAILS];
 	u32 fence_qpn[RBOND_MAX_RAILS], ack_qpn[RBOND_MAX_RAILS];
 	u32 fence_src[RBOND_MAX_RAILS];
+	u8 fence_flags[RBOND_MAX_RAILS], ack_flags[RBOND_MAX_RAILS];
+	u8 fence_nh[RBOND_MAX_RAILS];
+	u32 fence_epsn[RBOND_MAX_RAILS], ack_epsn[RBOND_MAX_RAILS];
 	struct rbond_member_qp *m;
 	unsigned long in, acks, flags;
 	struct rbond_conn *conn;
@@ -488,11 +643,23 @@ static void rbond_fo_take_inbox(struct rbond_mqp *mq)
 	memcpy(fence_qpn, mq->fence_qpn, sizeof(fence_qpn));
 	memcpy(ack_qpn, mq->ack_qpn, sizeof(ack_qpn));
 	memcpy(fence_src, mq->fence_src, sizeof(fence_src));
+	memcpy(fence_flags, mq->fence_flags, sizeof(fence_flags));
+	memcpy(ack_flags, mq->ack_flags, sizeof(ack_flags));
+	memcpy(fence_nh, mq->fence_nh, sizeof(fence_nh));
+	memcpy(fence_epsn, mq->fence_epsn, sizeof(fence_epsn));
+	memcpy(ack_epsn, mq->ack_epsn, sizeof(ack_epsn));
 	conn = mq->fence_conn;
 	mq->fence_conn = NULL;
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
 
 	for_each_set_bit(r, &in, RBOND_MAX_RAILS) {
+		if (fence_flags[r] & RBOND_FENCE_HOME) {
+			rbond_fo_home_fence_in(mq, conn, r, fence_qpn[r],
+					       fence_from[r], fence_src[r],
+					       fence_flags[r], fence_nh[r],
+					       fence_epsn[r]);
+			continue;
+		}
 		if (r == qp->home) {
 			atomic64_inc(&rbond_ctrl_stats.bad_msgs);
 			continue;
@@ -522,10 +689,21 @@ static void rbond_fo_take_inbox(struct rbond_mqp *mq)
 		rbond_fo_send(mq, conn, RBOND_MSG_FENCE_ACK, r, fence_qpn[r],
 			      fence_from[r], fence_src[r]);
 	}
-	for_each_set_bit(r, &acks, RBOND_MAX_RAILS)
+	for_each_set_bit(r, &acks, RBOND_MAX_RAILS) {
+		if (ack_flags[r] & RBOND_FENCE_HOME) {
+			/* the peer's responder position, for our replay */
+			if (mq->mv_active && r == mq->mv_old &&
+			    ack_qpn[r] == mq->fo_qpn[r] &&
+			    (ack_flags[r] & RBOND_FENCE_EPSN)) {
+				mq->mv_peer_epsn = ack_epsn[r];
+				mq->mv_have_peer = true;
+			}
+			continue;
+		}
 		if (test_bit(r, &mq->fo_want) && mq->fo_sent[r] &&
 		    ack_qpn[r] == mq->fo_qpn[r])
 			set_bit(r, &mq->fo_peer);
+	}
 	rbond_conn_put(conn);
 }
 
@@ -630,6 +808,389 @@ static unsigned long rbond_fo_step(struct rbond_mqp *mq, unsigned int r)
 	return 0;
 }
 
+/* --- the home rail: fence, move, replay ----------------------------------------- */
+
+/* The peer's address on rail @r of ours (its paired rail), or 0. */
+static __be32 rbond_fo_peer_addr(struct rbond_mqp *mq, unsigned int r)
+{
+	int pr = mq->m[r].peer;
+
+	if (pr < 0 || pr >= mq->peer_nrails)
+		return 0;
+	return rbond_gid_ipv4(mq->peer_rail[pr].gid);
+}
+
+/*
+ * FENCE or FENCE_ACK about the home rails (RBOND_FENCE_HOME) on @conn:
+ * our old home member and the peer's (its current home as we know it),
+ * the new home rails, and once we know it our old member's expected PSN.
+ * For an acknowledgment, @peer_rail and @peer_qpn are the FENCE's.
+ * mq->lock held.
+ */
+static void rbond_fo_send_home(struct rbond_mqp *mq, struct rbond_conn *conn,
+			       u8 type, u8 peer_rail, u32 peer_qpn)
+{
+	unsigned int old = mq->mv_old;
+	struct rbond_msg msg = {};
+	unsigned long flags;
+	int nh = mq->mv_new;
+
+	lockdep_assert_held(&mq->lock);
+	if (!conn)
+		return;
+	msg.src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	msg.dst_qpn = cpu_to_be32(mq->peer_qpn);
+	memcpy(msg.echo, mq->peer_nonce, sizeof(msg.echo));
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	msg.fence.rail = old;
+	msg.fence.peer_rail = peer_rail;
+	msg.fence.reason = READ_ONCE(mq->fo_reason[old]);
+	msg.fence.flags = RBOND_FENCE_HOME;
+	msg.fence.qpn = cpu_to_be32(mq->mv_qpn);
+	msg.fence.peer_qpn = cpu_to_be32(peer_qpn);
+	if (nh >= 0 && mq->m[nh].peer >= 0) {
+		msg.fence.new_home = nh;
+		msg.fence.peer_new_home = mq->peer_rail[mq->m[nh].peer].index;
+	} else {
+		msg.fence.new_home = RBOND_MAX_RAILS;
+		msg.fence.peer_new_home = RBOND_MAX_RAILS;
+	}
+	if (mq->mv_ready) {
+		msg.fence.flags |= RBOND_FENCE_EPSN;
+		msg.fence.epsn = cpu_to_be32(mq->mv_epsn);
+	}
+	rbond_ctrl_send(conn, &msg, type, RBOND_ST_OK);
+}
+
+/* Our FENCE about the home rails: to the peer's home member we know. */
+static void rbond_fo_send_home_fence(struct rbond_mqp *mq)
+{
+	unsigned int ph = mq->peer_home;
+
+	if (ph >= mq->peer_nrails)
+		return;
+	rbond_fo_send_home(mq, mq->mv_conn, RBOND_MSG_FENCE,
+			   mq->peer_rail[ph].index,
+			   be32_to_cpu(mq->peer_rail[ph].qpn));
+}
+
+/*
+ * A FENCE about the home rails from the peer, for our rail @r and member
+ * @qpn: the peer's home member stopped (its expected PSN in @epsn with
+ * RBOND_FENCE_EPSN).  Starts our move if it has not started; answered
+ * once our receives moved (rbond_fo_home_step()), or at once with what we
+ * knew when the move is over (the peer did not get our answer).
+ * mq->lock held.
+ */
+static void rbond_fo_home_fence_in(struct rbond_mqp *mq,
+				   struct rbond_conn *conn, unsigned int r,
+				   u32 qpn, u8 from, u32 src, u8 flags,
+				   u8 nh, u32 epsn)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned long irqf;
+
+	lockdep_assert_held(&mq->lock);
+	if (!mq->mv_active && r == qp->home && qp->member[r] &&
+	    qp->member[r]->qp_num == qpn) {
+		spin_lock_irqsave(&qp->sq_lock, irqf);
+		rbond_fo_mark(qp, r, RBOND_FAIL_PEER);
+		spin_unlock_irqrestore(&qp->sq_lock, irqf);
+	}
+	if (mq->mv_active && r == mq->mv_old && qpn == mq->fo_qpn[r]) {
+		if (flags & RBOND_FENCE_EPSN) {
+			mq->mv_peer_epsn = epsn;
+			mq->mv_have_peer = true;
+		}
+		if (mq->mv_new < 0 && nh < RBOND_MAX_RAILS)
+			mq->mv_peer_nh = nh;
+		if (conn && conn != mq->mv_ack_conn) {
+			rbond_conn_get(conn);
+			rbond_conn_put(mq->mv_ack_conn);
+			mq->mv_ack_conn = conn;
+		}
+		mq->mv_ack_from = from;
+		mq->mv_ack_src = src;
+		return;
+	}
+	if (!mq->mv_active && mq->home_moved && r == mq->mv_old &&
+	    qpn == mq->mv_qpn) {
+		mq->mv_ready = true;	/* what we knew: mv_epsn */
+		rbond_fo_send_home(mq, conn, RBOND_MSG_FENCE_ACK, from, src);
+		mq->mv_ready = false;
+		return;
+	}
+	atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+}
+
+/*
+ * Whether the old home member @old gave every completion it will: the
+ * receives posted to it, and its send WQEs (completed or caught).
+ */
+static bool rbond_fo_home_drained(struct rbond_qp *qp, unsigned int old)
+{
+	unsigned long flags;
+	bool ok;
+	u32 s;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	ok = (s32)(qp->rq_seen - qp->rq_old_head) >= 0 ||
+	     (s32)(qp->rq_tail - qp->rq_old_head) >= 0;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	if (!ok)
+		return false;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (s = qp->sq_tail; s != qp->sq_head; s++) {
+		struct rbond_swqe *e = rbond_sq_slot(qp, s);
+
+		if (e->rail == old &&
+		    !(e->flags & (RBOND_SWQE_DONE | RBOND_SWQE_REPLAY))) {
+			ok = false;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return ok;
+}
+
+/* The move is over (done or failed): ready for another.  mq->lock held. */
+static void rbond_fo_home_end(struct rbond_mqp *mq, unsigned int old)
+{
+	clear_bit(old, &mq->fo_local);
+	clear_bit(old, &mq->fo_peer);
+	mq->fo_sent[old] = 0;
+	set_bit(old, &mq->fo_failed);
+	mq->mv_fenced = false;
+	mq->mv_ready = false;
+	mq->mv_have_peer = false;
+	mq->mv_new = -1;
+	mq->mv_peer_nh = -1;
+	mq->mv_sent = 0;
+	rbond_conn_put(mq->mv_ack_conn);
+	mq->mv_ack_conn = NULL;
+	rbond_conn_put(mq->mv_conn);
+	mq->mv_conn = NULL;
+	smp_mb__before_atomic();	/* the state above before the bit */
+	clear_bit(old, &mq->fo_want);
+	atomic64_inc(&rbond_mstats.failovers);
+	rbond_stat_add(mq->bond, old, RBOND_STAT_FAILOVERS, 1);
+}
+
+/*
+ * The home rail cannot move (no rail left, no answer from the peer): what
+ * a native RC QP gives when its path dies - the first outstanding WQE
+ * completes with IB_WC_RETRY_EXC_ERR, everything else flushes, the
+ * receives too, and the QP is in error.  mq->lock held.
+ */
+static void rbond_fo_home_fail(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned int old = mq->mv_old;
+	unsigned long flags;
+
+	lockdep_assert_held(&mq->lock);
+	ibdev_warn_ratelimited(&mq->bond->ibdev,
+			       "QP 0x%x: home rail %u failed (%s) and cannot move: the QP is in error\n",
+			       qp->ibqp.qp_num, old,
+			       rbond_fail_reason_name(READ_ONCE(mq->fo_reason[old])));
+	atomic64_inc(&rbond_mstats.fo_failed);
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	qp->rq_moving = false;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	mutex_lock(&mq->bond->lock);
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	WRITE_ONCE(mq->mv_active, false);
+	qp->pend_tail = qp->pend_head;	/* flushed below */
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	rbond_qp_flush_rail(qp, old, IB_WC_RETRY_EXC_ERR);
+	rbond_qp_flush(qp);
+	qp->state = IB_QPS_ERR;
+	mutex_unlock(&mq->bond->lock);
+	queue_work(system_unbound_wq, &mq->fail_work);
+	rbond_fo_home_end(mq, old);
+}
+
+/*
+ * Both hosts' old home members are stopped and each knows how far the
+ * other's responder got: the send queue moves to the new home - what the
+ * peer did not execute goes to the front of the pending ring and out on
+ * the new home, in posting order - and so does the control connection.
+ * mq->lock held.
+ */
+static void rbond_fo_home_switch(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_dev *bond = mq->bond;
+	unsigned int old = mq->mv_old, nh = mq->mv_new;
+	struct rbond_member_qp *m = &mq->m[nh];
+	struct rbond_conn *conn;
+	unsigned long flags;
+	u64 bytes = 0, us;
+	unsigned int n;
+	bool added;
+
+	lockdep_assert_held(&mq->lock);
+	mutex_lock(&bond->lock);
+	/*
+	 * The peer's member has one receive beside the application's, for
+	 * a probe (rbond_mq_create_members()): consumed first, by one.
+	 */
+	if (READ_ONCE(m->probe) == RBOND_PROBE_NONE && qp->member[nh]) {
+		m->probe_qpn = qp->member[nh]->qp_num;
+		m->probe_sent = jiffies;
+		WRITE_ONCE(m->probe, RBOND_PROBE_SENT);
+		if (rbond_mq_post_probe(mq, nh, qp->member[nh]))
+			WRITE_ONCE(m->probe, RBOND_PROBE_FAILED);
+	}
+	/*
+	 * Under the post locks, which every reader of mq->conn on the data
+	 * path holds (rbond_rkey_classify()): the control connection between
+	 * the new home rails from now on, and remote keys translated for the
+	 * new home, before anything goes to it.
+	 */
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	spin_lock(&qp->scq->lock);
+	spin_lock(&qp->sq_lock);
+	conn = mq->conn;
+	mq->conn = mq->mv_conn;
+	mq->mv_conn = NULL;
+	mq->peer_home = m->peer;
+	WRITE_ONCE(mq->home_moved, true);
+	n = rbond_post_home_replay(qp, old, mq->mv_peer_epsn, &bytes);
+	qp->home = nh;
+	qp->s.home = nh;
+	qp->fo_rails &= ~BIT(old);
+	WRITE_ONCE(mq->mv_active, false);
+	added = rbond_qp_deliver(qp);
+	spin_unlock(&qp->sq_lock);
+	spin_unlock(&qp->scq->lock);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	if (added || qp->scq->overflow)
+		rbond_cq_kick(qp->scq);
+	mq->m[old].state = RBOND_M_ERR;
+	mutex_unlock(&bond->lock);
+	rbond_conn_put(conn);
+	rbond_qp_kick(qp);
+
+	us = div_u64(ktime_get_ns() - READ_ONCE(mq->fo_since[old]),
+		     NSEC_PER_USEC);
+	atomic64_inc(&rbond_mstats.home_moves);
+	atomic64_add(n, &rbond_mstats.fo_replayed);
+	rbond_stat_add(bond, old, RBOND_STAT_REPLAYED_WQES, n);
+	rbond_stat_add(bond, old, RBOND_STAT_REPLAYED_BYTES, bytes);
+	atomic64_set(&bond->rails[old].stats[RBOND_STAT_FAILOVER_US], us);
+	ibdev_info_ratelimited(&bond->ibdev,
+			       "QP 0x%x: home rail %u failed (%s): home moved to rail %u, %u WQEs (%llu bytes) posted again after %llu us\n",
+			       qp->ibqp.qp_num, old,
+			       rbond_fail_reason_name(READ_ONCE(mq->fo_reason[old])),
+			       nh, n, bytes, us);
+	rbond_fo_home_end(mq, old);
+}
+
+/*
+ * One step of the home rail's failover: stop our old home member and hold
+ * the receives; choose the new home (the peer's choice if it named one);
+ * connect the control channel there; once the old member gave its last
+ * completion, move the receives and learn how far its responder got;
+ * exchange that with the peer (FENCE / FENCE_ACK with RBOND_FENCE_HOME);
+ * switch.  mq->lock held.  Returns when to look again (jiffies), 0: done.
+ */
+static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_dev *bond = mq->bond;
+	unsigned int old = mq->mv_old;
+	u64 el = ktime_get_ns() - READ_ONCE(mq->fo_t0[old]);
+	unsigned long retry = msecs_to_jiffies(RBOND_FO_FENCE_RETRY_MS);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_qp_init_attr init;
+	unsigned long flags;
+	int nh, ret;
+
+	lockdep_assert_held(&mq->lock);
+	if (!mq->mv_fenced) {
+		mutex_lock(&bond->lock);
+		if (qp->member[old])
+			ib_modify_qp(qp->member[old], &attr, IB_QP_STATE);
+		mutex_unlock(&bond->lock);
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		qp->rq_moving = true;
+		qp->rq_old_head = qp->rq_head;
+		if ((s32)(qp->rq_seen - qp->rq_tail) < 0)
+			qp->rq_seen = qp->rq_tail;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		mq->mv_qpn = mq->fo_qpn[old];
+		mq->mv_fenced = true;
+		set_bit(old, &mq->fo_local);
+	}
+	if (mq->mv_new < 0) {
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		nh = mq->mv_peer_nh;
+		if (nh < 0 || nh >= RBOND_MAX_RAILS ||
+		    !(qp->s.rails_up & BIT(nh)) || !qp->member[nh] ||
+		    mq->m[nh].peer < 0)
+			nh = rbond_fo_home_target(qp);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		mq->mv_new = nh;
+	}
+	if (mq->mv_new < 0 || !qp->member[old] ||
+	    el > RBOND_FO_HOME_MS * NSEC_PER_MSEC) {
+		rbond_fo_home_fail(mq);
+		return 0;
+	}
+	nh = mq->mv_new;
+	if (!mq->mv_conn)
+		mq->mv_conn = rbond_ctrl_connect(mq->m[nh].addr,
+						 rbond_fo_peer_addr(mq, nh));
+	if (!mq->mv_ready) {
+		if (!rbond_fo_home_drained(qp, old) &&
+		    el < RBOND_FO_FLUSH_MS * NSEC_PER_MSEC)
+			return msecs_to_jiffies(10);
+		memset(&attr, 0, sizeof(attr));
+		mutex_lock(&bond->lock);
+		ret = qp->member[old] ?
+		      ib_query_qp(qp->member[old], &attr, IB_QP_RQ_PSN, &init) :
+		      -ENODEV;
+		/* the peer's atomics go to the new home from now on */
+		if (!ret && (mq->app_mask & IB_QP_ACCESS_FLAGS)) {
+			struct ib_qp_attr acc = {
+				.qp_access_flags = mq->app.qp_access_flags,
+			};
+
+			ret = ib_modify_qp(qp->member[nh], &acc,
+					   IB_QP_ACCESS_FLAGS);
+		}
+		mutex_unlock(&bond->lock);
+		if (ret) {
+			ibdev_dbg(&bond->ibdev,
+				  "QP 0x%x: home rail %u: no responder PSN: %d\n",
+				  qp->ibqp.qp_num, old, ret);
+			rbond_fo_home_fail(mq);
+			return 0;
+		}
+		mq->mv_epsn = attr.rq_psn & RBOND_PSN_MASK;
+		rbond_post_recv_move(qp, nh);
+		mq->mv_ready = true;
+	}
+	if (mq->mv_ack_conn) {
+		rbond_fo_send_home(mq, mq->mv_ack_conn, RBOND_MSG_FENCE_ACK,
+				   mq->mv_ack_from, mq->mv_ack_src);
+		rbond_conn_put(mq->mv_ack_conn);
+		mq->mv_ack_conn = NULL;
+	}
+	if (!mq->mv_have_peer) {
+		if (!mq->mv_sent ||
+		    time_after_eq(jiffies, mq->mv_sent + retry)) {
+			rbond_fo_send_home_fence(mq);
+			mq->mv_sent = jiffies | 1;
+		}
+		return retry;
+	}
+	rbond_fo_home_switch(mq);
+	return 0;
+}
+
 static void rbond_fo_work(struct work_struct *work)
 {
 	struct rbond_mqp *mq = container_of(to_delayed_work(work),
@@ -644,7 +1205,10 @@ static void rbond_fo_work(struct work_struct *work)
 	want = READ_ONCE(mq->fo_want);
 	smp_rmb();	/* the bit before reason and t0 (rbond_fo_mark) */
 	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
-		d = rbond_fo_step(mq, r);
+		if (mq->mv_active && r == mq->mv_old)
+			d = rbond_fo_home_step(mq);
+		else
+			d = rbond_fo_step(mq, r);
 		if (d && (!next || d < next))
 			next = d;
 	}
@@ -670,11 +1234,11 @@ static struct rbond_mqp *rbond_fo_find(struct rbond_conn *conn,
 	bool ok;
 
 	lockdep_assert_held(&rbond_mq_mutex);
-	mq = rbond_mq_find(conn->dmadev, be32_to_cpu(m->dst_qpn));
+	mq = rbond_mq_find_conn(conn, be32_to_cpu(m->dst_qpn));
 	if (!mq)
 		return NULL;
 	spin_lock_irqsave(&mq->attr_lock, flags);
-	ok = mq->have_rtr && mq->peer_addr == conn->raddr &&
+	ok = mq->have_rtr && rbond_mq_peer_addr_ok(mq, conn->raddr) &&
 	     mq->peer_qpn == be32_to_cpu(m->src_qpn) &&
 	     !memcmp(m->echo, mq->nonce, sizeof(mq->nonce));
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
@@ -701,7 +1265,14 @@ static void rbond_fo_take_msg(struct rbond_conn *conn,
 			mq->ack_in |= BIT(r);
 			mq->ack_from[r] = m->fence.rail;
 			mq->ack_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
+			mq->ack_flags[r] = m->fence.flags;
+			mq->ack_epsn[r] = be32_to_cpu(m->fence.epsn) &
+					  RBOND_PSN_MASK;
 		} else {
+			mq->fence_flags[r] = m->fence.flags;
+			mq->fence_nh[r] = m->fence.peer_new_home;
+			mq->fence_epsn[r] = be32_to_cpu(m->fence.epsn) &
+					    RBOND_PSN_MASK;
 			mq->fence_in |= BIT(r);
 			mq->fence_from[r] = m->fence.rail;
 			mq->fence_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
@@ -758,6 +1329,8 @@ void rbond_handle_fence_ack(struct rbond_conn *conn,
 void rbond_fo_mq_init(struct rbond_mqp *mq)
 {
 	INIT_DELAYED_WORK(&mq->fo_work, rbond_fo_work);
+	mq->mv_new = -1;
+	mq->mv_peer_nh = -1;
 }
 
 /**
@@ -781,6 +1354,19 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	mq->rejoin_sent = 0;
 	memset(mq->rejoin_backoff, 0, sizeof(mq->rejoin_backoff));
 	memset(mq->fo_sent, 0, sizeof(mq->fo_sent));
+	WRITE_ONCE(mq->mv_active, false);
+	mq->mv_fenced = false;
+	mq->mv_ready = false;
+	mq->mv_have_peer = false;
+	mq->mv_new = -1;
+	mq->mv_peer_nh = -1;
+	mq->mv_sent = 0;
+	mq->mv_qpn = 0;
+	mq->peer_home = 0;
+	rbond_conn_put(mq->mv_conn);
+	mq->mv_conn = NULL;
+	rbond_conn_put(mq->mv_ack_conn);
+	mq->mv_ack_conn = NULL;
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->fence_in = 0;
 	mq->ack_in = 0;

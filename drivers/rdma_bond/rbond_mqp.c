@@ -43,7 +43,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\nhome_moves %lld\n",
 			  atomic64_read(&rbond_ctrl_stats.probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -64,7 +64,8 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->rejoin_probe_fails),
 			  atomic64_read(&s->probe_recvs),
 			  atomic64_read(&s->probe_recv_errors),
-			  atomic64_read(&s->upgrade_timeouts));
+			  atomic64_read(&s->upgrade_timeouts),
+			  atomic64_read(&s->home_moves));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {
@@ -107,6 +108,58 @@ struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn)
 		if (mq->registered && mq->home_dev == dev &&
 		    mq->qp->ibqp.qp_num == qpn)
 			return mq;
+	return NULL;
+}
+
+/**
+ * rbond_mq_peer_addr_ok() - whether @raddr is one of @mq's peer's addresses
+ * @mq: the multi-rail QP
+ * @raddr: a connection's peer address
+ *
+ * The address the application connected to, or (once the peer named its
+ * rails) one of the peer's rails: after a home-rail failover the control
+ * connection runs between two other rails.
+ */
+bool rbond_mq_peer_addr_ok(struct rbond_mqp *mq, __be32 raddr)
+{
+	unsigned int i;
+
+	if (raddr && raddr == mq->peer_addr)
+		return true;
+	if (!raddr || !READ_ONCE(mq->have_peer))
+		return false;
+	for (i = 0; i < READ_ONCE(mq->peer_nrails) && i < RBOND_MAX_RAILS; i++)
+		if (rbond_gid_ipv4(mq->peer_rail[i].gid) == raddr)
+			return true;
+	return false;
+}
+
+/**
+ * rbond_mq_find_conn() - the multi-rail QP a control message names
+ * @conn: the connection it came on
+ * @qpn: the bond QP's QPN
+ *
+ * As rbond_mq_find() on the connection's device; failing that, a QP of the
+ * bond that device is a rail of, whose peer has the connection's address
+ * (a control connection that moved with a home-rail failover).  The
+ * caller checks the message's nonce.
+ * Locks: rbond_mq_mutex held.
+ */
+struct rbond_mqp *rbond_mq_find_conn(struct rbond_conn *conn, u32 qpn)
+{
+	struct rbond_mqp *mq = rbond_mq_find(conn->dmadev, qpn);
+	unsigned int i;
+
+	if (mq)
+		return mq;
+	hash_for_each_possible(rbond_mq_hash, mq, hnode, qpn) {
+		if (!mq->registered || mq->qp->ibqp.qp_num != qpn ||
+		    !rbond_mq_peer_addr_ok(mq, conn->raddr))
+			continue;
+		for (i = 0; i < RBOND_MAX_RAILS; i++)
+			if (READ_ONCE(mq->bond->rails[i].ibdev) == conn->dmadev)
+				return mq;
+	}
 	return NULL;
 }
 
@@ -209,6 +262,7 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 
 	mutex_lock(&bond->lock);
 	mq->home_dev = bond->rails[qp->home].ibdev;
+	mq->key_home = qp->home;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		if (!rbond_rail_present(bond, i))
 			continue;
@@ -530,6 +584,8 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	rbond_conn_put(mq->req_conn);
 	rbond_conn_put(mq->rsp_conn);
 	rbond_conn_put(mq->fence_conn);
+	rbond_conn_put(mq->mv_conn);
+	rbond_conn_put(mq->mv_ack_conn);
 	kfree(mq);
 }
 
@@ -708,6 +764,55 @@ bool rbond_mrail_up(const struct rbond_qp *qp)
 }
 
 /**
+ * rbond_mrail_home_moved() - whether @qp's home rail moved (failover)
+ * @qp: the QP
+ *
+ * Its remote keys are then translated for every rail, the home rail's
+ * too: the application's are valid on the peer's first home member only.
+ * Any context.
+ */
+bool rbond_mrail_home_moved(const struct rbond_qp *qp)
+{
+	return qp->mrail && READ_ONCE(qp->mrail->home_moved);
+}
+
+/**
+ * rbond_mrail_home_restore() - RESET of a QP whose home rail moved
+ * @qp: the QP
+ *
+ * The QP is known to the peer by its first home member's QPN, which a
+ * new connection names: the home goes back to that member (in error since
+ * the failover, reset now by modify_qp; gone if its device was removed,
+ * and the QP with it) and the member that served as home since becomes
+ * an extra one again, dropped with the others by the reset.
+ * Locks: mq->lock and bond->lock held.
+ */
+void rbond_mrail_home_restore(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned int old;
+	unsigned long flags;
+
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (!mq || !mq->home_moved)
+		return;
+	old = mq->key_home;
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	spin_lock(&qp->rq_post_lock);
+	spin_lock(&qp->sq_lock);
+	spin_lock(&qp->rq_lock);
+	qp->home = old;
+	qp->s.home = old;
+	qp->rq_rail = old;
+	qp->rq_moving = false;
+	spin_unlock(&qp->rq_lock);
+	spin_unlock(&qp->sq_lock);
+	spin_unlock(&qp->rq_post_lock);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	WRITE_ONCE(mq->home_moved, false);
+}
+
+/**
  * rbond_mrail_fill_res() - the multi-rail part of "rdma res show qp -dd"
  * @msg: the netlink message, inside the QP's driver table
  * @qp: the QP
@@ -751,8 +856,12 @@ static void rbond_mrail_conn_up(struct rbond_conn *conn)
 
 	mutex_lock(&rbond_mq_mutex);
 	hash_for_each(rbond_mq_hash, bkt, mq, hnode)
-		if (mq->conn == conn)
+		if (mq->conn == conn) {
 			rbond_mq_kick(mq, 0);
+			/* WQEs that wait for keys on the moved connection */
+			if (READ_ONCE(mq->home_moved))
+				rbond_qp_kick(mq->qp);
+		}
 	mutex_unlock(&rbond_mq_mutex);
 }
 

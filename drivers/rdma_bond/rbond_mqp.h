@@ -18,7 +18,6 @@
 #include "rbond_mrail.h"
 
 #define RBOND_MQ_RETRY_MS	200
-#define RBOND_PSN_MASK		0xffffff	/* 24-bit PSNs */
 #define RBOND_RESOLVE_MS	1000	/* neighbour resolution, per rail */
 #define RBOND_RAIL_HOP_LIMIT	64
 #define RBOND_RKEY_BATCH	16	/* RKEY_REQs per pass of the key work */
@@ -31,6 +30,8 @@
 #define RBOND_FO_FENCE_RETRY_MS	100	/* FENCE sent again */
 #define RBOND_FO_FENCE_MS	3000	/* no FENCE_ACK: the WQEs fail */
 #define RBOND_FO_FLUSH_MS	1000	/* member flushes awaited at most */
+/* a home rail's move not agreed with the peer by then: the QP fails */
+#define RBOND_FO_HOME_MS	10000
 #define RBOND_FO_WATCH_MS	50	/* stall watchdog period */
 #define RBOND_REJOIN_HOLD_MS	1000	/* port up this long before rejoin */
 #define RBOND_REJOIN_MIN_MS	2000	/* failed without a port event: retry */
@@ -152,8 +153,38 @@ struct rbond_mqp {
 	u8 fence_from[RBOND_MAX_RAILS], ack_from[RBOND_MAX_RAILS];
 	u32 fence_qpn[RBOND_MAX_RAILS], ack_qpn[RBOND_MAX_RAILS]; /* ours */
 	u32 fence_src[RBOND_MAX_RAILS];	/* the FENCE's sender's member */
+	u8 fence_flags[RBOND_MAX_RAILS], ack_flags[RBOND_MAX_RAILS];
+	u8 fence_nh[RBOND_MAX_RAILS];	/* RBOND_FENCE_HOME: our new home */
+	u32 fence_epsn[RBOND_MAX_RAILS], ack_epsn[RBOND_MAX_RAILS];
 	u32 fo_qpn[RBOND_MAX_RAILS];	/* our member that failed */
 	struct rbond_conn *fence_conn;	/* where to acknowledge */
+
+	/*
+	 * Failover of the home rail, "home move" (rbond_failover.c; mq->lock
+	 * unless said): mv_old the failed home rail, mv_new the new one (-1
+	 * while not chosen); mv_fenced: our old home member stopped, its
+	 * receives held; mv_ready: the receives moved and mv_epsn (what our
+	 * old member's responder expected next) known; from the peer
+	 * (attr_lock): mv_peer_epsn once mv_have_peer, mv_peer_nh (our rail
+	 * it named the new home, -1) and a FENCE to acknowledge on
+	 * mv_ack_conn; mv_conn: our control connection between the new home
+	 * rails; home_moved: the home rail moved (the old one is not taken
+	 * back).  mv_active is read locklessly by the post path.
+	 */
+	bool mv_active, mv_fenced, mv_ready, home_moved;
+	u8 mv_old;
+	s8 mv_new;
+	u32 mv_epsn, mv_qpn;
+	unsigned long mv_sent;
+	struct rbond_conn *mv_conn;
+	bool mv_have_peer;
+	s8 mv_peer_nh;
+	u32 mv_peer_epsn;
+	struct rbond_conn *mv_ack_conn;
+	u8 mv_ack_from;			/* the FENCE's sender's rail */
+	u32 mv_ack_src;			/* and member */
+	u8 peer_home;			/* index into peer_rail[] */
+	u8 key_home;			/* the first home rail */
 
 	/*
 	 * Failback (rbond_negotiate.c, mq->lock): rails whose new member is
@@ -200,6 +231,8 @@ struct rbond_invw {
 /* rbond_mqp.c */
 extern struct mutex rbond_mq_mutex;
 struct rbond_mqp *rbond_mq_find(struct ib_device *dev, u32 qpn);
+struct rbond_mqp *rbond_mq_find_conn(struct rbond_conn *conn, u32 qpn);
+bool rbond_mq_peer_addr_ok(struct rbond_mqp *mq, __be32 raddr);
 void rbond_mq_for_each(struct rbond_dev *bond,
 		       void (*fn)(struct rbond_mqp *mq, void *arg), void *arg);
 void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay);
@@ -211,6 +244,8 @@ __be32 rbond_gid_ipv4(const u8 *gid);
 /* rbond_negotiate.c */
 void rbond_mq_work(struct work_struct *work);
 void rbond_handle_qp_msg(struct rbond_conn *conn, const struct rbond_msg *m);
+int rbond_mq_post_probe(struct rbond_mqp *mq, unsigned int i,
+			struct ib_qp *member);
 
 /* rbond_failover.c */
 void rbond_fo_mq_init(struct rbond_mqp *mq);

@@ -29,6 +29,8 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp);
 void rbond_mrail_qp_free(struct rbond_qp *qp);
 void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 bool rbond_mrail_up(const struct rbond_qp *qp);
+bool rbond_mrail_home_moved(const struct rbond_qp *qp);
+void rbond_mrail_home_restore(struct rbond_qp *qp);
 bool rbond_mrail_may_stripe(const struct rbond_qp *qp);
 void rbond_mrail_wait_up(struct rbond_qp *qp);
 void rbond_mrail_qp_failed(struct rbond_qp *qp);
@@ -42,6 +44,10 @@ void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail,
 			u8 reason);
 void rbond_fo_rail_up(struct rbond_dev *bond, unsigned int rail);
 void rbond_fo_rail_work(struct work_struct *work);
+bool rbond_fo_home_event(struct rbond_qp *qp, struct ib_qp *member);
+bool rbond_fo_home_moving(const struct rbond_qp *qp);
+bool rbond_fo_recv_wc(struct rbond_qp *qp, unsigned int rail,
+		      const struct ib_wc *wc, u32 seq);
 /* failback (rbond_negotiate.c): a rejoin probe's completion */
 void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc);
 const char *rbond_fail_reason_name(unsigned int reason);
@@ -75,6 +81,7 @@ struct rbond_mstats {
 	atomic64_t probe_recv_errors;
 	/* modify_qp(RTS) waits that ended before the extra rails were up */
 	atomic64_t upgrade_timeouts;
+	atomic64_t home_moves;		/* QPs whose home rail moved */
 };
 
 extern struct rbond_mstats rbond_mstats;

@@ -67,8 +67,13 @@ static int rbond_mq_create_members(struct rbond_mqp *mq)
 		init.cap.max_send_wr = qp->slot_cap;
 		init.cap.max_send_sge = qp->cap.max_send_sge;
 		init.cap.max_inline_data = qp->cap.max_inline_data;
-		init.cap.max_recv_wr = RBOND_PROBE_RECV_WR;
-		init.cap.max_recv_sge = 1;
+		/*
+		 * Room for the application's receives as well: a member
+		 * becomes the home rail if the home rail fails.
+		 */
+		init.cap.max_recv_wr = RBOND_PROBE_RECV_WR +
+				       (qp->srq ? 0 : qp->cap.max_recv_wr);
+		init.cap.max_recv_sge = max(qp->cap.max_recv_sge, 1U);
 		init.port_num = bond->rails[i].port;
 		member = ib_create_qp(qp->pd->member[i], &init);
 		if (IS_ERR(member)) {
@@ -292,6 +297,7 @@ static int rbond_mq_rtr(struct rbond_mqp *mq, unsigned int i,
 			   IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
 			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
 	if (!ret) {
+		rbond_qp_set_psn(mq->qp, i, &attr, IB_QP_PATH_MTU);
 		m->state = RBOND_M_RTR;
 		m->peer = j;
 		mq->qp->s.weight[i] = rbond_port_weight(&pattr);
@@ -315,8 +321,10 @@ static int rbond_mq_rts(struct rbond_mqp *mq, unsigned int i)
 	ret = ib_modify_qp(m->qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
 			   IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
 			   IB_QP_MAX_QP_RD_ATOMIC);
-	if (!ret)
+	if (!ret) {
+		rbond_qp_set_psn(mq->qp, i, &attr, IB_QP_SQ_PSN);
 		m->state = RBOND_M_RTS;
+	}
 	return ret;
 }
 
@@ -715,6 +723,39 @@ void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
 		rbond_mq_kick(mq, 0);
 }
 
+/**
+ * rbond_mq_post_probe() - one zero-length SEND of the bond's own on a member
+ * @mq: the multi-rail QP
+ * @i: the member's rail
+ * @member: the member QP
+ *
+ * Into the one receive the peer's member on that rail has beside the
+ * application's (rbond_mq_create_members()): a rejoin's health probe, or
+ * the first SEND on a member that becomes the home rail, so that the
+ * application's SENDs find the application's receives.  Its PSN counted.
+ * Return: what ib_post_send() returned.
+ */
+int rbond_mq_post_probe(struct rbond_mqp *mq, unsigned int i,
+			struct ib_qp *member)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct ib_send_wr wr = {
+		.wr_id = RBOND_WRID_PROBE | rbond_wrid(qp, false, i),
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	unsigned long flags;
+	int ret;
+
+	ret = ib_post_send(member, &wr, NULL);
+	if (!ret) {
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		qp->npsn[i] = (qp->npsn[i] + 1) & RBOND_PSN_MASK;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+	}
+	return ret;
+}
+
 /*
  * The health check of a rejoining rail before it carries data: one
  * zero-length SEND on our new member, into the receive the peer posted on
@@ -732,11 +773,6 @@ static u32 rbond_mq_rejoin_probe(struct rbond_mqp *mq, unsigned int i)
 {
 	struct rbond_member_qp *m = &mq->m[i];
 	unsigned long limit = msecs_to_jiffies(RBOND_REJOIN_PROBE_MS);
-	struct ib_send_wr wr = {
-		.wr_id = RBOND_WRID_PROBE | rbond_wrid(mq->qp, false, i),
-		.opcode = IB_WR_SEND,
-		.send_flags = IB_SEND_SIGNALED,
-	};
 
 	lockdep_assert_held(&mq->lock);
 	if (READ_ONCE(m->probe) == RBOND_PROBE_NONE) {
@@ -744,7 +780,7 @@ static u32 rbond_mq_rejoin_probe(struct rbond_mqp *mq, unsigned int i)
 		m->probe_sent = jiffies;
 		WRITE_ONCE(m->probe, RBOND_PROBE_SENT);
 		atomic64_inc(&rbond_mstats.rejoin_probes);
-		if (ib_post_send(m->qp, &wr, NULL))
+		if (rbond_mq_post_probe(mq, i, m->qp))
 			WRITE_ONCE(m->probe, RBOND_PROBE_FAILED);
 		else
 			rbond_mq_kick_later(mq, limit);

@@ -359,23 +359,46 @@ static void rbond_sq_complete(struct rbond_qp *qp, u32 seq, u8 status)
 }
 
 /*
- * What went out on an extra rail is kept per slot until it completes: if
- * the rail fails, rbond_post_replay() posts it again elsewhere.  Only the
- * SGEs in use are copied.  Never inline data (only the home rail takes
- * it: rbond_rkey_classify()).  sq_lock held.
+ * What went out on a member is kept per slot until it completes: if the
+ * rail fails, it is posted again elsewhere (rbond_post_replay(), and for
+ * the home rail rbond_post_home_replay()).  Only the SGEs in use are
+ * copied, inline data into the slot's own buffer.  sq_lock held.
  */
 static void rbond_log_store(struct rbond_qp *qp, const struct rbond_wqe *w,
 			    u32 seq, u64 off, u64 len)
 {
-	struct rbond_wqe *l = &qp->log[seq & (qp->sq_size - 1)];
+	u32 idx = seq & (qp->sq_size - 1);
+	struct rbond_wqe *l = &qp->log[idx];
+	u8 *inl;
 
 	lockdep_assert_held(&qp->sq_lock);
 	if (l != w)
 		memcpy(l, w, offsetof(struct rbond_wqe, sge) +
 		       w->num_sge * sizeof(w->sge[0]));
-	l->seq = w->verbatim ? ~seq : seq;
+	l->seq = seq;
+	if (w->verbatim && w->bytes) {
+		inl = qp->log_inl ? qp->log_inl + idx * rbond_inl_stride(qp) :
+				    NULL;
+		if (inl && inl != (u8 *)(uintptr_t)w->sge[0].addr)
+			memcpy(inl, (void *)(uintptr_t)w->sge[0].addr,
+			       w->bytes);
+		else
+			l->seq = ~seq;	/* cannot be posted again */
+		l->sge[0].addr = (uintptr_t)inl;
+	}
 	l->off = off;
 	l->len = len;
+}
+
+/* The PSNs a member WQE of @len bytes takes (IBA 9.7.1; a READ: its reply). */
+static u32 rbond_wqe_npsn(const struct rbond_qp *qp, unsigned int rail,
+			  enum ib_wr_opcode op, u64 len)
+{
+	u32 mtu = qp->pmtu[rail] ?: 256;
+
+	if (op == IB_WR_ATOMIC_CMP_AND_SWP || op == IB_WR_ATOMIC_FETCH_AND_ADD)
+		return 1;
+	return max_t(u64, DIV_ROUND_UP_ULL(len, mtu), 1);
 }
 
 /*
@@ -434,11 +457,26 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 	else
 		mwr.send.send_flags &= ~IB_SEND_SIGNALED;
 	mwr.send.wr_id = rbond_wrid(qp, false, seq);
-	if (w->wr.send.opcode == IB_WR_RDMA_WRITE ||
-	    w->wr.send.opcode == IB_WR_RDMA_READ) {
+	switch (w->wr.send.opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_READ:
 		mwr.rdma.remote_addr += off;
+		fallthrough;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
 		if (rkeys)
 			mwr.rdma.rkey = rkeys[rail];
+		else if (rbond_mrail_home_moved(qp))
+			return -EACCES;	/* the peer has no key for it */
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		if (rkeys)
+			mwr.atomic.rkey = rkeys[rail];
+		else if (rbond_mrail_home_moved(qp))
+			return -EACCES;
+		break;
+	default:
+		break;
 	}
 	if (qp->ibqp.qp_type == IB_QPT_UD) {
 		/* held across the post: rail removal and destroy clear it */
@@ -464,11 +502,14 @@ static int rbond_post_chunk(struct rbond_qp *qp, const struct rbond_wqe *w,
 	e->rail = rail;
 	e->byte_len = len;
 	e->mseq = qp->mposted[rail]++;
+	e->psn = qp->npsn[rail];
+	qp->npsn[rail] = (e->psn + rbond_wqe_npsn(qp, rail, w->wr.send.opcode,
+						  len)) & RBOND_PSN_MASK;
 	if (mrail)
 		rbond_sched_posted(&qp->s, e, rail, cl,
 				   rbond_wr_is_rd(w->wr.send.opcode),
 				   w->wr.rdma.rkey, len);
-	if (rail != qp->home && qp->log)
+	if (qp->log)
 		rbond_log_store(qp, w, seq, off, len);
 	rbond_stat_add(bond, rail, RBOND_STAT_TX_WQES, 1);
 	rbond_stat_add(bond, rail, RBOND_STAT_TX_BYTES, len);
@@ -499,6 +540,8 @@ static int rbond_post_wait(struct rbond_qp *qp, struct rbond_wqe *w)
 		w->sge[0].addr = (uintptr_t)inl;
 	}
 	w->seq = rbond_sq_alloc(qp, w, w->bytes, true);
+	w->off = 0;
+	w->len = w->bytes;
 	qp->pend[idx] = *w;
 	qp->pend_head++;
 	atomic64_inc(&rbond_mstats.waits);
@@ -543,7 +586,7 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	struct rbond_wqe w;
 	unsigned int nchunks, k, rail;
 	u64 off, len;
-	bool have_keys;
+	bool have_keys, deliver = false;
 	u32 seq, free;
 	int ret = 0;
 	u8 cl;
@@ -578,7 +621,8 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	}
 	if (!qp->pend)		/* nothing ever waits: one rail */
 		ok = allowed & qp->s.rails_up;
-	else if (qp->pend_head == qp->pend_tail && !qp->sq_erring)
+	else if (qp->pend_head == qp->pend_tail && !qp->sq_erring &&
+		 !rbond_fo_home_moving(qp))
 		ok = rbond_sched_allowed(&qp->s, cl, &w.wr.send,
 					 READ_ONCE(bond->ordering), rd_max,
 					 allowed);
@@ -608,11 +652,13 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 		if (!ret)
 			continue;
 		rbond_sq_unalloc(qp);
-		if (!k)
+		if (!k && ret != -EACCES)
 			goto out_unlock;
-		/* a later chunk: the WQE completes with an error */
+		/* a later chunk, or a key the peer refused: an error */
 		seq = rbond_sq_alloc(qp, &w, 0, true);
-		rbond_sq_complete(qp, seq, IB_WC_LOC_QP_OP_ERR);
+		rbond_sq_complete(qp, seq, ret == -EACCES ?
+				  IB_WC_REM_ACCESS_ERR : IB_WC_LOC_QP_OP_ERR);
+		deliver = !k;	/* nothing else of it will complete */
 		ret = 0;
 		break;
 	}
@@ -620,6 +666,8 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 		atomic64_add(nchunks, &rbond_mstats.chunks);
 out_unlock:
 	spin_unlock(&qp->sq_lock);
+	if (deliver)
+		rbond_qp_deliver_posted(qp);
 	return ret;
 }
 
@@ -674,10 +722,12 @@ bool rbond_post_drain(struct rbond_qp *qp)
 	unsigned long allowed, ok;
 	struct rbond_wqe *w;
 	bool have_keys, done = false;
+	int ret;
 	u8 cl;
 
 	lockdep_assert_held(&qp->sq_lock);
-	while (qp->pend_tail != qp->pend_head && !qp->sq_erring) {
+	while (qp->pend_tail != qp->pend_head && !qp->sq_erring &&
+	       !rbond_fo_home_moving(qp)) {
 		w = &qp->pend[qp->pend_tail & (qp->pend_size - 1)];
 		cl = rbond_wqe_plan(qp, w, &allowed, rkeys, &have_keys);
 		ok = rbond_sched_allowed(&qp->s, cl, &w->wr.send,
@@ -686,13 +736,16 @@ bool rbond_post_drain(struct rbond_qp *qp)
 		if (!ok)
 			break;
 		qp->pend_tail++;
-		if (rbond_post_chunk(qp, w, w->seq,
-				     rbond_sched_pick(&qp->s,
-						      READ_ONCE(bond->policy),
-						      ok, w->bytes),
-				     0, w->bytes, have_keys ? rkeys : NULL,
-				     cl)) {
-			rbond_sq_complete(qp, w->seq, IB_WC_LOC_QP_OP_ERR);
+		ret = rbond_post_chunk(qp, w, w->seq,
+				       rbond_sched_pick(&qp->s,
+							READ_ONCE(bond->policy),
+							ok, w->len),
+				       w->off, w->len,
+				       have_keys ? rkeys : NULL, cl);
+		if (ret) {
+			rbond_sq_complete(qp, w->seq, ret == -EACCES ?
+					  IB_WC_REM_ACCESS_ERR :
+					  IB_WC_LOC_QP_OP_ERR);
 			done = true;
 		}
 	}
@@ -754,6 +807,88 @@ unsigned int rbond_post_replay(struct rbond_qp *qp, unsigned int rail,
 	return n;
 }
 
+/* 24-bit PSN @a before @b */
+static bool rbond_psn_before(u32 a, u32 b)
+{
+	return ((b - a) & RBOND_PSN_MASK) - 1 < (RBOND_PSN_MASK + 1) / 2 - 1;
+}
+
+/**
+ * rbond_post_home_replay() - what the failed home rail did not finish
+ * @qp: the QP, both hosts' home members stopped (rbond_failover.c)
+ * @old: the failed home rail
+ * @epsn: the PSN the peer's responder on it expected next (it executed
+ *	everything before, in order, and nothing from it on)
+ * @bytes: add the bytes to be posted again here
+ *
+ * Each slot of @old not completed, in posting order: executed by the
+ * responder (its last PSN before @epsn) - a SEND, WRITE or
+ * WRITE_WITH_IMM is done (its receive consumed once, on the peer), a
+ * READ is read again, an atomic whose reply was lost completes with
+ * IB_WC_RETRY_EXC_ERR (it ran, its result is not known: it must not run
+ * twice); not executed, or only in part, it goes to the front of the
+ * pending ring, ahead of what waited, from its log copy, and is posted
+ * on the new home like any waiting WQE (rbond_post_drain()).
+ * Locks: the send CQ's lock and sq_lock held.
+ * Return: the number of WQEs to be posted again.
+ */
+unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
+				    u32 epsn, u64 *bytes)
+{
+	struct rbond_swqe *e;
+	struct rbond_wqe *l;
+	enum ib_wr_opcode op;
+	unsigned int n = 0;
+	bool ran;
+	u32 s;
+
+	lockdep_assert_held(&qp->sq_lock);
+	for (s = qp->sq_tail; s != qp->sq_head; s++) {
+		e = rbond_sq_slot(qp, s);
+		if (e->rail != old || (e->flags & RBOND_SWQE_DONE))
+			continue;
+		e->flags &= ~RBOND_SWQE_REPLAY;
+		rbond_sched_drop(&qp->s, e);
+		l = qp->log ? &qp->log[s & (qp->sq_size - 1)] : NULL;
+		if (!l || l->seq != s || !qp->pend) {
+			rbond_sq_complete(qp, s, IB_WC_LOC_QP_OP_ERR);
+			continue;
+		}
+		op = l->wr.send.opcode;
+		ran = !rbond_psn_before(epsn, (e->psn +
+				rbond_wqe_npsn(qp, old, op, l->len)) &
+				RBOND_PSN_MASK);
+		if (ran && (op == IB_WR_ATOMIC_CMP_AND_SWP ||
+			    op == IB_WR_ATOMIC_FETCH_AND_ADD)) {
+			rbond_sq_complete(qp, s, IB_WC_RETRY_EXC_ERR);
+			continue;
+		}
+		if (ran && op != IB_WR_RDMA_READ) {
+			/* the peer has it: completes as it would have */
+			e->status = IB_WC_SUCCESS;
+			e->flags |= RBOND_SWQE_DONE;
+			continue;
+		}
+		/* marked for the ring's front (below) */
+		e->rail = RBOND_RAIL_PEND;
+		e->flags |= RBOND_SWQE_REPLAY;
+		*bytes += l->len;
+		n++;
+	}
+	/* to the front of the pending ring, in posting order: backwards */
+	for (s = qp->sq_head; n && s != qp->sq_tail; ) {
+		e = rbond_sq_slot(qp, --s);
+		if (e->rail != RBOND_RAIL_PEND ||
+		    !(e->flags & RBOND_SWQE_REPLAY))
+			continue;
+		e->flags &= ~RBOND_SWQE_REPLAY;
+		qp->pend_tail--;
+		qp->pend[qp->pend_tail & (qp->pend_size - 1)] =
+			qp->log[s & (qp->sq_size - 1)];
+	}
+	return n;
+}
+
 /**
  * rbond_post_flush_pending() - the waiting WQEs complete flushed
  * @qp: the QP, whose first error was just delivered
@@ -786,16 +921,21 @@ void rbond_post_flush_pending(struct rbond_qp *qp)
 int rbond_post_alloc_pending(struct rbond_qp *qp)
 {
 	struct rbond_wqe *pend, *log;
+	u8 *inl = NULL, *linl = NULL;
 	unsigned long flags;
-	u8 *inl = NULL;
 
 	if (qp->pend)
 		return 0;
 	if (qp->cap.max_inline_data) {
 		inl = kvcalloc(qp->sq_size, rbond_inl_stride(qp),
 			       GFP_KERNEL_ACCOUNT);
-		if (!inl)
+		linl = kvcalloc(qp->sq_size, rbond_inl_stride(qp),
+				GFP_KERNEL_ACCOUNT);
+		if (!inl || !linl) {
+			kvfree(inl);
+			kvfree(linl);
 			return -ENOMEM;
+		}
 	}
 	pend = kvcalloc(qp->sq_size, sizeof(*pend), GFP_KERNEL_ACCOUNT);
 	log = kvcalloc(qp->sq_size, sizeof(*log), GFP_KERNEL_ACCOUNT);
@@ -803,10 +943,12 @@ int rbond_post_alloc_pending(struct rbond_qp *qp)
 		kvfree(log);
 		kvfree(pend);
 		kvfree(inl);
+		kvfree(linl);
 		return -ENOMEM;
 	}
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	qp->pend_inl = inl;
+	qp->log_inl = linl;
 	qp->pend_size = qp->sq_size;
 	qp->pend_head = 0;
 	qp->pend_tail = 0;
@@ -822,7 +964,9 @@ void rbond_post_free(struct rbond_qp *qp)
 	rbond_sched_release(&qp->s);
 	kvfree(qp->pend);
 	kvfree(qp->pend_inl);
+	kvfree(qp->log_inl);
 	kvfree(qp->log);
+	qp->log_inl = NULL;
 	qp->log = NULL;
 	qp->pend = NULL;
 	qp->pend_inl = NULL;
@@ -849,22 +993,65 @@ void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok)
 	qp->s.draining = false;
 }
 
-/* Receives: one queue, on the home rail. */
+/*
+ * Post receive slot @seq (its stored SGEs) on the member of @rail.
+ * rq_post_lock held, rq_lock not.
+ */
+static int rbond_post_recv_slot(struct rbond_qp *qp, unsigned int rail,
+				u32 seq)
+{
+	u32 idx = seq & (qp->rq_size - 1), nsge = qp->rq_nsge[idx];
+	struct ib_qp *member = qp->member[rail];
+	struct ib_sge sge[RBOND_MAX_SGE];
+	struct ib_recv_wr mwr = {};
+	struct rbond_dmamap *dm;
+	unsigned long kva;
+	int n, ret;
+
+	if (!member)
+		return -EINVAL;
+	rcu_read_lock();
+	n = rbond_sub_sges(qp, rail,
+			   &qp->rq_sge[idx * max(qp->cap.max_recv_sge, 1U)],
+			   nsge, 0, U64_MAX, sge, false, &kva);
+	rcu_read_unlock();
+	if (n < 0)
+		return n;
+	dm = rbond_dma_slot(qp->rq_dma, qp->rq_size, seq);
+	spin_lock(&qp->rq_lock);
+	rbond_dma_unmap(dm);
+	ret = rbond_dma_map(dm, member->device, sge, kva, DMA_FROM_DEVICE);
+	spin_unlock(&qp->rq_lock);
+	if (ret)
+		return ret;
+	mwr.wr_id = rbond_wrid(qp, true, seq);
+	mwr.sg_list = sge;
+	mwr.num_sge = n;
+	ret = ib_post_recv(member, &mwr, NULL);
+	if (ret) {
+		spin_lock(&qp->rq_lock);
+		rbond_dma_unmap(dm);
+		spin_unlock(&qp->rq_lock);
+	}
+	return ret;
+}
+
+/*
+ * Receives: one queue, on the home rail (qp->rq_rail).  Each is kept
+ * (wr_id, SGEs) until it completes: a home-rail failover posts the ones
+ * still outstanding again on the new home (rbond_post_recv_move()); while
+ * that is under way a new receive is only stored.
+ */
 static int rbond_post_one_recv(struct rbond_qp *qp,
 			       const struct ib_recv_wr *wr)
 {
 	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
-	struct ib_sge sge[RBOND_MAX_SGE];
-	struct ib_recv_wr mwr = {};
-	const struct ib_recv_wr *bad;
-	unsigned int rail = qp->home;
-	struct ib_qp *member = qp->member[rail];
-	struct rbond_dmamap *dm;
-	unsigned long kva;
-	u32 seq;
-	int n, ret;
+	unsigned int rail = qp->rq_rail;
+	u32 seq, idx, stride = max(qp->cap.max_recv_sge, 1U);
+	bool moving;
+	int i, ret;
 
-	if (!member)
+	if (!qp->member[rail] || !qp->rq_nsge)
 		return -EINVAL;
 	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_recv_sge ||
 	    wr->num_sge > RBOND_MAX_SGE) {
@@ -872,12 +1059,17 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 			  qp->ibqp.qp_num, wr->num_sge);
 		return -EINVAL;
 	}
+	/* every lkey now, as the post would */
 	rcu_read_lock();
-	n = rbond_sub_sges(qp, rail, wr->sg_list, wr->num_sge, 0, U64_MAX,
-			   sge, false, &kva);
+	for (i = 0; i < wr->num_sge; i++) {
+		if (!rbond_mr_lookup(qp->pd, wr->sg_list[i].lkey)) {
+			rcu_read_unlock();
+			ibdev_dbg(&bond->ibdev, "QP 0x%x: bad lkey 0x%x\n",
+				  qp->ibqp.qp_num, wr->sg_list[i].lkey);
+			return -EINVAL;
+		}
+	}
 	rcu_read_unlock();
-	if (n < 0)
-		return n;
 
 	spin_lock(&qp->rq_lock);
 	if (qp->rq_head - qp->rq_tail >= qp->cap.max_recv_wr) {
@@ -885,26 +1077,59 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 		return -ENOMEM;
 	}
 	seq = qp->rq_head++;
-	qp->rq[seq & (qp->rq_size - 1)] = wr->wr_id;
-	dm = rbond_dma_slot(qp->rq_dma, qp->rq_size, seq);
-	ret = rbond_dma_map(dm, member->device, sge, kva, DMA_FROM_DEVICE);
+	idx = seq & (qp->rq_size - 1);
+	qp->rq[idx] = wr->wr_id;
+	qp->rq_nsge[idx] = wr->num_sge;
+	if (wr->num_sge)
+		memcpy(&qp->rq_sge[idx * stride], wr->sg_list,
+		       wr->num_sge * sizeof(*wr->sg_list));
+	moving = qp->rq_moving;
 	spin_unlock(&qp->rq_lock);
+	if (moving)
+		return 0;	/* posted with the others on the new home */
 
-	if (!ret) {
-		mwr.wr_id = rbond_wrid(qp, true, seq);
-		mwr.sg_list = sge;
-		mwr.num_sge = n;
-		ret = ib_post_recv(member, &mwr, &bad);
-	}
+	ret = rbond_post_recv_slot(qp, rail, seq);
 	if (ret) {
 		spin_lock(&qp->rq_lock);
-		rbond_dma_unmap(dm);
 		qp->rq_head--;
 		spin_unlock(&qp->rq_lock);
 		return ret;
 	}
 	rbond_stat_add(bond, rail, RBOND_STAT_RX_WQES, 1);
 	return 0;
+}
+
+/**
+ * rbond_post_recv_move() - the receives go to a new home rail
+ * @qp: the QP, whose old home member flushed its receives (or was given
+ *	time to: rbond_failover.c)
+ * @rail: the new home rail
+ *
+ * Every receive not completed is posted again, in order, on @rail's
+ * member; from now on receives go there.  One that cannot be posted
+ * (the member refused it) and those behind it stay outstanding on no
+ * member: they complete flushed when the QP goes to error.
+ * Locks: rq_post_lock not held (taken here).  Any context.
+ * Return: the number of receives posted again.
+ */
+unsigned int rbond_post_recv_move(struct rbond_qp *qp, unsigned int rail)
+{
+	unsigned long flags;
+	unsigned int n = 0;
+	u32 seq, head;
+
+	spin_lock_irqsave(&qp->rq_post_lock, flags);
+	spin_lock(&qp->rq_lock);
+	seq = qp->rq_tail;
+	head = qp->rq_head;
+	qp->rq_rail = rail;
+	qp->rq_moving = false;
+	spin_unlock(&qp->rq_lock);
+	for (; seq != head; seq++, n++)
+		if (rbond_post_recv_slot(qp, rail, seq))
+			break;
+	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
+	return n;
 }
 
 int rbond_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

@@ -11,7 +11,8 @@
 #include <rdma/rdma_bond-abi.h>
 
 #define RBOND_CTRL_MAGIC	0x52424e44	/* "RBND" */
-#define RBOND_CTRL_VERSION	3	/* 2: nonces; 3: FENCE, rail state */
+/* 2: nonces; 3: FENCE, rail state; 4: home-rail FENCE */
+#define RBOND_CTRL_VERSION	4
 #define RBOND_CTRL_MSG_SIZE	256
 
 enum rbond_msg_type {
@@ -32,6 +33,9 @@ enum rbond_msg_status {
 	RBOND_ST_NOENT,		/* no such QP / MR */
 	RBOND_ST_PERM,		/* not connected to the asker */
 };
+
+#define RBOND_FENCE_HOME	0x01	/* the QP pair's home rails failed */
+#define RBOND_FENCE_EPSN	0x02	/* epsn is valid */
 
 struct rbond_msg_rail {
 	u8 gid[16];		/* rail address (IPv4-mapped) */
@@ -77,10 +81,20 @@ struct rbond_msg {
 			u8 rail;	/* sender's rail index */
 			u8 peer_rail;	/* receiver's rail index */
 			u8 reason;	/* enum rbond_fail_reason */
-			u8 rsvd;
+			u8 flags;	/* RBOND_FENCE_* */
 			/* the member QPs: this failure's pair, no later one */
 			__be32 qpn;	/* sender's on that rail */
 			__be32 peer_qpn; /* receiver's, as the sender knows it */
+			/* RBOND_FENCE_HOME: the home rails move there */
+			u8 new_home;	/* sender's rail index */
+			u8 peer_new_home; /* receiver's rail index */
+			u8 rsvd[2];
+			/*
+			 * RBOND_FENCE_EPSN: the PSN the sender's stopped
+			 * member expected next (its responder executed
+			 * everything before it)
+			 */
+			__be32 epsn;
 		} fence;
 	};
 };

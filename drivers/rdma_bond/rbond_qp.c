@@ -17,11 +17,40 @@
 #include "rbond.h"
 #include "rbond_mrail.h"
 
+/**
+ * rbond_qp_set_psn() - a member's send PSN and path MTU, as it was given them
+ * @qp: the QP
+ * @rail: the member's rail
+ * @attr: what the member was modified with
+ * @mask: which of them
+ *
+ * Kept so that a home-rail failover can tell which WQEs the peer's
+ * responder executed from its expected PSN (rbond_failover.c).
+ * Process context.
+ */
+void rbond_qp_set_psn(struct rbond_qp *qp, unsigned int rail,
+		      const struct ib_qp_attr *attr, int mask)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (mask & IB_QP_SQ_PSN)
+		qp->npsn[rail] = attr->sq_psn & RBOND_PSN_MASK;
+	if (mask & IB_QP_PATH_MTU)
+		qp->pmtu[rail] = ib_mtu_enum_to_int(attr->path_mtu);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}
+
 static void rbond_qp_member_event(struct ib_event *event, void *ctx)
 {
 	struct rbond_qp *qp = ctx;
 	struct ib_event ev = *event;
 
+	/* the home member broke: failed over if it can be (not the QP's) */
+	if ((event->event == IB_EVENT_QP_FATAL ||
+	     event->event == IB_EVENT_QP_ACCESS_ERR) &&
+	    rbond_fo_home_event(qp, event->element.qp))
+		return;
 	if (!qp->ibqp.event_handler)
 		return;
 	ev.device = qp->ibqp.device;
@@ -160,6 +189,17 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->rq_size = roundup_pow_of_two(max(mattr.cap.max_recv_wr, 1U));
 	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL_ACCOUNT);
 	qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL_ACCOUNT);
+	if (!srq) {
+		/* the receives' SGEs: posted again if the home rail moves */
+		qp->rq_sge = kvcalloc(array_size(qp->rq_size,
+						 max(qp->cap.max_recv_sge, 1U)),
+				      sizeof(*qp->rq_sge), GFP_KERNEL_ACCOUNT);
+		qp->rq_nsge = kvcalloc(qp->rq_size, 1, GFP_KERNEL_ACCOUNT);
+		if (!qp->rq_sge || !qp->rq_nsge) {
+			ret = -ENOMEM;
+			goto err_destroy_member;
+		}
+	}
 	if (!qp->sq || !qp->rq) {
 		ret = -ENOMEM;
 		goto err_destroy_member;
@@ -180,6 +220,7 @@ int rbond_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_destroy_member;
 
 	qp->member[home] = member;
+	qp->rq_rail = home;
 	ibqp->qp_num = member->qp_num;
 	qp->s.bond = bond;
 	qp->s.home = home;
@@ -200,6 +241,8 @@ err_destroy_member:
 	kvfree(qp->rq_dma);
 	kvfree(qp->sq);
 	kvfree(qp->rq);
+	kvfree(qp->rq_sge);
+	kvfree(qp->rq_nsge);
 err_unlock:
 	mutex_unlock(&bond->lock);
 	return ret;
@@ -326,6 +369,8 @@ int rbond_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	kvfree(qp->rq_dma);
 	kvfree(qp->sq);
 	kvfree(qp->rq);
+	kvfree(qp->rq_sge);
+	kvfree(qp->rq_nsge);
 	return 0;
 }
 
@@ -417,6 +462,8 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (reset)
 		rbond_mrail_lock(qp);
 	mutex_lock(&bond->lock);
+	if (reset)
+		rbond_mrail_home_restore(qp);
 	member = qp->member[qp->home];
 	if (!member) {
 		ret = -EIO;	/* home rail lost: the QP is in error */
@@ -441,6 +488,8 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		qp->state = attr->qp_state;
 	if (attr_mask & IB_QP_MAX_QP_RD_ATOMIC)
 		WRITE_ONCE(qp->max_rd_atomic, attr->max_rd_atomic);
+	if (attr_mask & (IB_QP_SQ_PSN | IB_QP_PATH_MTU))
+		rbond_qp_set_psn(qp, qp->home, attr, attr_mask);
 	if (reset)
 		rbond_qp_reset(qp);
 	rbond_mrail_qp_modified(qp, attr, attr_mask);

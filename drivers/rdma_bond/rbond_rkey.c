@@ -79,11 +79,11 @@ void rbond_handle_rkey_req(struct rbond_conn *conn,
 		goto out;	/* cannot track it: hand out nothing */
 
 	mutex_lock(&rbond_mq_mutex);
-	mq = rbond_mq_find(conn->dmadev, be32_to_cpu(m->dst_qpn));
+	mq = rbond_mq_find_conn(conn, be32_to_cpu(m->dst_qpn));
 	if (!mq)
 		goto out_unlock;
 	spin_lock_irqsave(&mq->attr_lock, flags);
-	ok = mq->have_rtr && mq->peer_addr == conn->raddr &&
+	ok = mq->have_rtr && rbond_mq_peer_addr_ok(mq, conn->raddr) &&
 	     mq->peer_qpn == be32_to_cpu(m->src_qpn) &&
 	     !memcmp(m->echo, mq->nonce, sizeof(mq->nonce));
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
@@ -399,8 +399,12 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey,
 	 * once it is down, the owner can no longer revoke them (INVAL), so
 	 * none is used any more.
 	 */
-	if (!conn || READ_ONCE(conn->state) != RBOND_CONN_UP)
+	if (!conn || READ_ONCE(conn->state) != RBOND_CONN_UP) {
+		/* a home rail that moved waits for its new connection */
+		*resolving = conn && READ_ONCE(mq->home_moved) &&
+			     READ_ONCE(conn->state) == RBOND_CONN_CONNECTING;
 		return NULL;
+	}
 	e = rbond_rkey_find(conn, rkey);
 	if (e && READ_ONCE(e->state) == RBOND_RK_VALID) {
 		smp_rmb();	/* pairs with smp_wmb() in rkey_rsp */
@@ -522,7 +526,7 @@ static void rbond_force_error_one(struct rbond_mqp *mq, void *arg)
 
 	lockdep_assert_held(&rbond_mq_mutex);
 	lockdep_assert_held(&mq->bond->lock);
-	if (conn && mq->peer_addr != conn->raddr)
+	if (conn && !rbond_mq_peer_addr_ok(mq, conn->raddr))
 		return;
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct ib_qp *member = mq->m[i].published ?
@@ -650,14 +654,16 @@ u8 rbond_rkey_classify(struct rbond_qp *qp, const struct ib_send_wr *wr,
 	struct rbond_mqp *mq = qp->mrail;
 	struct rbond_dev *bond = mq->bond;
 	enum rbond_ordering ord = READ_ONCE(bond->ordering);
+	bool moved = READ_ONCE(mq->home_moved);
 	const struct rbond_rkey *e;
-	bool resolving;
+	bool resolving, strict = false;
 	unsigned int i;
+	u32 need, rkey;
 	u8 cl;
-	u32 need;
 
 	*allowed = BIT(mq->qp->home);
 	*have_keys = false;
+	rkey = rdma_wr(wr)->rkey;
 	switch (wr->opcode) {
 	case IB_WR_RDMA_WRITE:
 		cl = RBOND_CL_WRITE;
@@ -667,32 +673,70 @@ u8 rbond_rkey_classify(struct rbond_qp *qp, const struct ib_send_wr *wr,
 		cl = RBOND_CL_READ;
 		need = IB_ACCESS_REMOTE_READ;
 		break;
+	/*
+	 * Strict, on the home rail; with the key as the application gave
+	 * it, valid on the peer's first home member only: once the home
+	 * rail moved, translated like the others.
+	 */
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		cl = RBOND_CL_STRICT;
+		need = IB_ACCESS_REMOTE_WRITE;
+		strict = true;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		cl = RBOND_CL_STRICT;
+		need = IB_ACCESS_REMOTE_ATOMIC;
+		rkey = atomic_wr(wr)->rkey;
+		strict = true;
+		break;
 	default:
-		/* SEND*, WRITE_WITH_IMM (receives are on home), atomics. */
+		/* SEND*: receives are on the home rail */
 		return RBOND_CL_STRICT;
 	}
-	if (wr->send_flags & (IB_SEND_FENCE | IB_SEND_INLINE))
+	if (strict && !moved)
 		return RBOND_CL_STRICT;
-	e = rbond_rkey_get(mq, rdma_wr(wr)->rkey, &resolving);
+	if (wr->send_flags & (IB_SEND_FENCE | IB_SEND_INLINE)) {
+		if (!moved)
+			return RBOND_CL_STRICT;
+		strict = true;
+	}
+	e = rbond_rkey_get(mq, rkey, &resolving);
+	if (!e && moved) {
+		/* no key for the new home yet: wait (or fail: refused) */
+		if (resolving)
+			*allowed = 0;
+		return RBOND_CL_STRICT;
+	}
 	/* home rail; its class is known once the key is */
 	if (!e && resolving && ord != RBOND_ORDER_STRICT)
 		return RBOND_CL_UNRESOLVED(cl);
 	if (!e)			/* home rail for good */
 		return ord == RBOND_ORDER_RELAXED ? cl : RBOND_CL_STRICT;
+	if (moved) {
+		int pr = mq->m[mq->qp->home].peer;
+
+		if (pr < 0 || mq->peer_rail[pr].index >= RBOND_MAX_RAILS ||
+		    !(e->rail_valid & BIT(mq->peer_rail[pr].index)) ||
+		    (e->access & need) != need)
+			return RBOND_CL_STRICT;	/* refused: see post_chunk */
+	}
+	*have_keys = true;
+	for (i = 0; i < RBOND_MAX_RAILS; i++) {
+		int pr = mq->m[i].peer;
+
+		rkeys[i] = rkey;
+		if ((i != mq->qp->home || moved) && pr >= 0 &&
+		    mq->peer_rail[pr].index < RBOND_MAX_RAILS)
+			rkeys[i] = e->rail_rkey[mq->peer_rail[pr].index];
+	}
+	if (strict)
+		return RBOND_CL_STRICT;
 	*allowed = rbond_rkey_rails(mq, e, need);
 	if (*allowed == BIT(mq->qp->home))
 		pr_debug_ratelimited("QP 0x%x: rkey 0x%x on the home rail only: access 0x%x rail_valid 0x%x rails_up 0x%lx\n",
 				     qp->ibqp.qp_num, e->rkey, e->access,
 				     e->rail_valid, qp->s.rails_up);
-	*have_keys = true;
-	for (i = 0; i < RBOND_MAX_RAILS; i++) {
-		int pr = mq->m[i].peer;
-
-		rkeys[i] = rdma_wr(wr)->rkey;
-		if (i != mq->qp->home && pr >= 0 &&
-		    mq->peer_rail[pr].index < RBOND_MAX_RAILS)
-			rkeys[i] = e->rail_rkey[mq->peer_rail[pr].index];
-	}
 	if (ord == RBOND_ORDER_STRICT ||
 	    (ord == RBOND_ORDER_RELAXED_MR && !e->relaxed))
 		return RBOND_CL_STRICT;	/* flowlet switching only */

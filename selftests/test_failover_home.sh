@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: loop
+# time: 240
+#
+# Failover of the HOME rail (Documentation/rdma_bond.rst, "Failover",
+# "The home rail").  The home rail carries what must stay in order on one
+# member QP - SENDs, WRITE_WITH_IMM, atomics, the receives - so its loss
+# moves the whole QP's strict traffic, its receive queue and the control
+# connection to another rail, exactly once: the peer's responder tells how
+# far it got (its expected PSN), SENDs are not delivered twice, receives
+# are posted again on the new home, an atomic never runs twice.
+#   1. rail 0 (every QP's home) down for 8 s under rbond_verify and
+#      rbond_stream (SENDs with sequence numbers and checksums, WRITEs,
+#      FETCH_ADDs, READs): nothing lost, duplicated or corrupted, the
+#      counter exact; both bonds moved their QPs' home;
+#   2. ibv_rc_pingpong with its content check (-c), thousands of
+#      iterations, rail 0 down for good in the middle;
+#   3. ib_write_bw, one QP, rail 0 down for good half-way: completes, and
+#      rail 1 alone then carries what one plain rail does (>= 0.83);
+#   4. ib_read_bw with 8 QPs, rail 0 down for 8 s: all complete.
+# And with the module parameter home_failover=0: what a native RC QP gives
+# (the QP fails with retry exceeded or flush errors, no hang).
+#
+#   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0,1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progs/lib_provider.sh"
+prov_mrail
+RATE=${FO_RATE:-40mbit}
+N=${FO_N:-24}
+for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done
+H=/sys/module/rdma_bond/parameters/home_failover
+[ -w $H ] || fail "no home_failover parameter"
+
+home_moves() { mrail_stat home_moves; }
+CASES=" ${FH_CASES:-1 2} "
+case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
+[ -n "${FH_DEBUG:-}" ] &&
+	echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control
+restore_rail0() {
+	rail_up a0
+	_wait_gid rxe_a0; _wait_gid rxe_b0
+}
+
+# 1. rbond_verify + rbond_stream, rail 0 down for 8 s
+m=$(dmesg_mark)
+if case_on 1; then
+h0=$(home_moves); r0=$(mrail_stat failover_replayed)
+prov_cs rbond1 rbond0 /tmp/fh_v "$PROGS/rbond_verify" \
+	-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
+vpid=$!
+PROV_PORT=$((PROV_PORT + 5))
+prov_cs rbond1 rbond0 /tmp/fh_s "$PROGS/rbond_stream" \
+	-u "$RBOND_QP_TIMEOUT" -R -s 1048576 -w 1 -t 16 &
+spid=$!
+wait_striping || log "rail 1 never carried data"
+sleep 1
+rail_down a0
+log "rail 0 (home) down at $(date +%T)"
+sleep 8
+restore_rail0
+wait $vpid; rc=$?
+wait $spid; src=$?
+log "home moves $(($(home_moves) - h0)), replayed WQEs $(($(mrail_stat failover_replayed) - r0))"
+dmesg | tail -n +$((m + 1)) | grep -E 'home rail|rail 0 down' | head -n 8 | sed 's/^/# /'
+[ $rc = 0 ]
+log_test $? "home link down: rbond_verify intact ($(grep -c '^ok' /tmp/fh_v) checks)"
+grep -h '^# client:\|^ok' /tmp/fh_s /tmp/fh_s.srv | sed 's/^/# stream: /'
+[ $src = 0 ]
+log_test $? "home link down: rbond_stream: SENDs in order, none lost or duplicated, data intact, counter exact"
+[ $(($(home_moves) - h0)) -ge 4 ]
+log_test $? "home link down: both bonds moved the home of both QPs ($(($(home_moves) - h0)) moves)"
+fi
+
+# 2. ibv_rc_pingpong -c, rail 0 down for good in the middle
+if case_on 2; then
+h0=$(home_moves)
+PROV_PORT=$((PROV_PORT + 1))
+timeout -k 5 200 ibv_rc_pingpong -d rbond1 -g 1 -p $PROV_PORT -c \
+	-n 20000 -s 4096 >/tmp/fh_pp.srv 2>&1 &
+ppid=$!
+prov_wait_listen $PROV_PORT 60 || log "pingpong server not listening"
+timeout -k 5 200 ibv_rc_pingpong -d rbond0 -g 1 -p $PROV_PORT -c \
+	-n 20000 -s 4096 "$(prov_ip rbond1)" >/tmp/fh_pp 2>&1 &
+pcid=$!
+sleep 4
+rail_down a0
+log "rail 0 down for good at $(date +%T)"
+wait $pcid; rc=$?
+wait $ppid || rc=1
+tail -n 2 /tmp/fh_pp | sed 's/^/# pingpong: /'
+[ $rc = 0 ] || tail -n 4 /tmp/fh_pp.srv | sed 's/^/#   server: /'
+[ $rc = 0 ]
+log_test $? "ibv_rc_pingpong -c, 20000 iterations, home rail lost for good: no error (rc $rc)"
+[ $(($(home_moves) - h0)) -ge 2 ]
+log_test $? "ibv_rc_pingpong: both hosts moved the QP's home ($(($(home_moves) - h0)) moves)"
+restore_rail0
+fi
+
+for d in a0 a1 b0 b1; do rail_unshape $d; done
+echo 0 > $P/multirail
+exit $ret
