@@ -126,26 +126,11 @@ fo_case "device removed" "rdma link delete rxe_a1" "readd_rail1"
 grep -q '^1 rxe_a1 a1 active$' /sys/class/infiniband/rbond0/bond/rails
 log_test $? "device removed: rail 1 back in rbond0"
 
-# perftest, 64 KiB: bw_start SERVER CLIENT ITERS [TOOL [ARGS...]] (sets
-# SPID CPID); ib_write_bw with one QP by default
-bw_start() {
-	local s=$1 c=$2 n=$3 tool=${4:-ib_write_bw}
-	shift 3; [ $# -gt 0 ] && shift
-	PROV_PORT=$((PROV_PORT + 1))
-	timeout -k 5 300 $tool -d "$s" -p $PROV_PORT -s 65536 -n "$n" -F \
-		-x 1 -u "$RBOND_QP_TIMEOUT" "$@" >/tmp/fo_bw.srv 2>&1 &
-	SPID=$!
-	prov_wait_listen $PROV_PORT 60 || log "$tool server not listening"
-	timeout -k 5 300 $tool -d "$c" -p $PROV_PORT -s 65536 -n "$n" -F \
-		-x 1 -u "$RBOND_QP_TIMEOUT" "$@" "$(prov_ip "$s")" >/tmp/fo_bw 2>&1 &
-	CPID=$!
-}
-bw_wait() { local rc; wait $CPID; rc=$?; wait $SPID || rc=1; return $rc; }
 
 # 5. failback: rail 1 down for 8 s under ib_write_bw, then back: the QP
 # takes it back (no new QP) and the transfer completes
 m=$(dmesg_mark)
-bw_start rbond1 rbond0 3000
+prov_bw_start rbond1 rbond0 3000
 wait_striping && sleep 2 ||
 	log "failback: rail 1 never carried data; rbond0 QPs: $(rdma res show qp link rbond0/1 -dd 2>/dev/null | grep -oE 'lqpn [0-9]+|rails_[a-z]+ 0x[0-9a-f]+|state [A-Z]+' | tr '\n' ' ')"
 rail_down a1; sleep 8; rail_up a1
@@ -153,9 +138,9 @@ log "failback: rail 1 up again at $(date +%T)"
 t0=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
 sleep 6
 t1=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
-bw_wait; rc=$?
+prov_bw_wait; rc=$?
 dmesg | tail -n +$((m + 1)) | grep -E 'rail 1 (up|back)' | sed 's/^/# /'
-[ $rc = 0 ] || tail -n 5 /tmp/fo_bw /tmp/fo_bw.srv | sed 's/^/#   /'
+[ $rc = 0 ] || tail -n 5 /tmp/prov_bw /tmp/prov_bw.srv | sed 's/^/#   /'
 [ $rc = 0 ]
 log_test $? "failback: ib_write_bw completes across an 8 s link loss (rc $rc)"
 [ $((t1 - t0)) -gt 2000000 ]
@@ -163,21 +148,14 @@ log_test $? "failback: the same QP uses rail 1 again ($(((t1 - t0) / 1000)) kB i
 
 # 6. rail 1 down for good half-way: completes, and rail 0 alone moves data
 # at the rate one rail does (plain rxe over rail 0, same guest, first)
-bw_start rxe_b0 rxe_a0 800
 # from the time data flows, as for the bond below
-w0=$(rail_tx_bytes a0)
-for i in $(seq 200); do
-	[ $(($(rail_tx_bytes a0) - w0)) -gt 1000000 ] && break; sleep 0.1
-done
-w0=$(rail_tx_bytes a0); t0=$(date +%s.%N)
-bw_wait || log "baseline ib_write_bw failed"
-base=$(echo "($(rail_tx_bytes a0) - $w0) / ($(date +%s.%N) - $t0)" | bc)
+base=$(prov_rail_rate 0)
 f0=$(mrail_stat failovers)
-bw_start rbond1 rbond0 1500
+prov_bw_start rbond1 rbond0 1500
 wait_striping && sleep 2
 rail_down a1
 t0=$(date +%s.%N); w0=$(rail_tx_bytes a0)
-bw_wait; rc=$?
+prov_bw_wait; rc=$?
 after=$(echo "($(rail_tx_bytes a0) - $w0) / ($(date +%s.%N) - $t0)" | bc)
 ratio=$(echo "scale=2; $after / $base" | bc)
 log "rail 0 after the loss: $((after / 1000)) kB/s; one plain rail: $((base / 1000)) kB/s; ratio $ratio"
@@ -199,11 +177,11 @@ _wait_gid rxe_a1; _wait_gid rxe_b1
 # is still open (Documentation/testing.rst).
 f0=$(mrail_stat failovers)
 d0=$(tbf_drops a0 b0)
-bw_start rbond1 rbond0 250 ib_read_bw -q 8
+prov_bw_start rbond1 rbond0 250 ib_read_bw -q 8
 wait_striping && sleep 2
 rail_down a1; sleep 8; rail_up a1
-bw_wait; rc=$?
-[ $rc = 0 ] || tail -n 5 /tmp/fo_bw | sed 's/^/#   /'
+prov_bw_wait; rc=$?
+[ $rc = 0 ] || tail -n 5 /tmp/prov_bw | sed 's/^/#   /'
 log "ib_read_bw, 8 QPs: rail 0's queues dropped $(($(tbf_drops a0 b0) - d0)) packets"
 [ $rc = 0 ]
 log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(mrail_stat failovers) - f0)))"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 240
+# time: 420
 #
 # Failover of the HOME rail (Documentation/rdma_bond.rst, "Failover",
 # "The home rail").  The home rail carries what must stay in order on one
@@ -18,9 +18,13 @@
 #      iterations, rail 0 down for good in the middle;
 #   3. ib_write_bw, one QP, rail 0 down for good half-way: completes, and
 #      rail 1 alone then carries what one plain rail does (>= 0.83);
-#   4. ib_read_bw with 8 QPs, rail 0 down for 8 s: all complete.
-# And with the module parameter home_failover=0: what a native RC QP gives
-# (the QP fails with retry exceeded or flush errors, no hang).
+#   4. ib_read_bw with 8 QPs, rail 0 down for 8 s: all complete (runs
+#      second: after a home rail lost for good came back, new QPs of the
+#      loop topology did not get a control connection over it within 10 s
+#      - open, Documentation/rdma_bond.rst);
+#   5. module parameter home_failover=0: what a native RC QP gives (the
+#      QP fails with a completion error, no hang) - also what every case
+#      above got before the home rail could move.
 #
 #   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0,1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
 . "$(dirname "$0")/lib.sh"
@@ -33,10 +37,22 @@ H=/sys/module/rdma_bond/parameters/home_failover
 [ -w $H ] || fail "no home_failover parameter"
 
 home_moves() { mrail_stat home_moves; }
-CASES=" ${FH_CASES:-1 2} "
+CASES=" $(echo "${FH_CASES:-1 2 3 4 5}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
 [ -n "${FH_DEBUG:-}" ] &&
 	echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control
+# pp_start OUT: ibv_rc_pingpong -c, 20000 x 4 KiB, rbond1 <- rbond0, in
+# the background (sets ppid, pcid)
+pp_start() {
+	PROV_PORT=$((PROV_PORT + 1))
+	timeout -k 5 200 ibv_rc_pingpong -d rbond1 -g 1 -p $PROV_PORT -c \
+		-n 20000 -s 4096 >"$1.srv" 2>&1 &
+	ppid=$!
+	prov_wait_listen $PROV_PORT 60 || log "pingpong server not listening"
+	timeout -k 5 200 ibv_rc_pingpong -d rbond0 -g 1 -p $PROV_PORT -c \
+		-n 20000 -s 4096 "$(prov_ip rbond1)" >"$1" 2>&1 &
+	pcid=$!
+}
 restore_rail0() {
 	rail_up a0
 	_wait_gid rxe_a0; _wait_gid rxe_b0
@@ -72,17 +88,23 @@ log_test $? "home link down: rbond_stream: SENDs in order, none lost or duplicat
 log_test $? "home link down: both bonds moved the home of both QPs ($(($(home_moves) - h0)) moves)"
 fi
 
+# 4. ib_read_bw with 8 QPs, rail 0 down for 8 s: every QP moves its home,
+# READs in flight are read again, all complete
+if case_on 4; then
+h0=$(home_moves)
+prov_bw_start rbond1 rbond0 250 ib_read_bw -q 8
+wait_striping && sleep 2
+rail_down a0; sleep 8; restore_rail0
+prov_bw_wait; rc=$?
+[ $rc = 0 ] || tail -n 5 /tmp/prov_bw | sed 's/^/#   /'
+[ $rc = 0 ]
+log_test $? "ib_read_bw, 8 QPs, completes across an 8 s loss of the home rail (rc $rc, home moves $(($(home_moves) - h0)))"
+fi
+
 # 2. ibv_rc_pingpong -c, rail 0 down for good in the middle
 if case_on 2; then
 h0=$(home_moves)
-PROV_PORT=$((PROV_PORT + 1))
-timeout -k 5 200 ibv_rc_pingpong -d rbond1 -g 1 -p $PROV_PORT -c \
-	-n 20000 -s 4096 >/tmp/fh_pp.srv 2>&1 &
-ppid=$!
-prov_wait_listen $PROV_PORT 60 || log "pingpong server not listening"
-timeout -k 5 200 ibv_rc_pingpong -d rbond0 -g 1 -p $PROV_PORT -c \
-	-n 20000 -s 4096 "$(prov_ip rbond1)" >/tmp/fh_pp 2>&1 &
-pcid=$!
+pp_start /tmp/fh_pp
 sleep 4
 rail_down a0
 log "rail 0 down for good at $(date +%T)"
@@ -94,6 +116,48 @@ tail -n 2 /tmp/fh_pp | sed 's/^/# pingpong: /'
 log_test $? "ibv_rc_pingpong -c, 20000 iterations, home rail lost for good: no error (rc $rc)"
 [ $(($(home_moves) - h0)) -ge 2 ]
 log_test $? "ibv_rc_pingpong: both hosts moved the QP's home ($(($(home_moves) - h0)) moves)"
+restore_rail0
+fi
+
+# 3. ib_write_bw, one QP, rail 0 lost for good half-way: completes, and
+# rail 1 alone then moves what one plain rail does (plain rxe over rail
+# 1, same guest, first): within 1.2x of the time the survivor allows
+if case_on 3; then
+base=$(prov_rail_rate 1)
+h0=$(home_moves)
+prov_bw_start rbond1 rbond0 1500
+wait_striping && sleep 2
+rail_down a0
+t0=$(date +%s.%N); w0=$(rail_tx_bytes a1)
+prov_bw_wait; rc=$?
+after=$(echo "($(rail_tx_bytes a1) - $w0) / ($(date +%s.%N) - $t0)" | bc)
+ratio=$(echo "scale=2; $after / $base" | bc)
+log "rail 1 after the home rail's loss: $((after / 1000)) kB/s; one plain rail: $((base / 1000)) kB/s; ratio $ratio"
+[ $rc = 0 ] || tail -n 5 /tmp/prov_bw /tmp/prov_bw.srv | sed 's/^/#   /'
+[ $rc = 0 ]
+log_test $? "ib_write_bw completes with the home rail lost for good (rc $rc, home moves $(($(home_moves) - h0)))"
+[ "$(echo "$ratio >= 0.83" | bc)" = 1 ]
+log_test $? "rail 1 alone carries $ratio x one plain rail after the loss (>= 0.83, i.e. within 1.2x of the time)"
+restore_rail0
+fi
+
+# 5. home_failover=0: the home rail's loss is the QP's, as for a native RC
+# QP - ibv_rc_pingpong fails with a completion error, nothing hangs
+if case_on 5; then
+echo 0 > $H
+h0=$(home_moves)
+pp_start /tmp/fh_pn
+sleep 4
+rail_down a0
+wait $pcid; rc=$?
+wait $ppid; src=$?
+cat /tmp/fh_pn /tmp/fh_pn.srv | grep -iE 'failed|error' | head -n 2 | sed 's/^/# /'
+[ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] &&
+	grep -qiE 'Failed status|error' /tmp/fh_pn /tmp/fh_pn.srv
+log_test $? "home_failover=0: ibv_rc_pingpong fails with a completion error, as a native QP would (rc $rc/$src, no hang)"
+[ "$(home_moves)" = "$h0" ]
+log_test $? "home_failover=0: no home moved"
+echo 1 > $H
 restore_rail0
 fi
 

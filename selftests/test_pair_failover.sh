@@ -14,7 +14,11 @@
 #      back, both take rail 1 back for the same QP (failback);
 #   2. host b's rail 1 (b1) down for 8 s: b fails over on its port event
 #      and fences a's member (a's WRITEs on rail 1 no longer reach b);
-#      when b1 comes back, b rejoins and a follows.
+#      when b1 comes back, b rejoins and a follows;
+#   3-5. the home rail (rail 0) down on host a for 8 s, on host b for 8 s,
+#      and on host a for good: the breaking host moves the QP's home to
+#      rail 1 on its port event, the other on its FENCE (RBOND_FENCE_HOME);
+#      SENDs, FETCH_ADDs and receives keep working, exactly once.
 #
 #   guest a: rbond0 = [rxe_a0 on a0 10.0.1.1, rxe_a1 on a1 10.0.2.1]
 #                 ||  qemu socket link per rail (127.0.0.1)  ||
@@ -36,32 +40,41 @@ for r in 0 1; do rail_shape "$me$r" "${PF_RATE:-40mbit}"; done
 pair_sync bonds_up || fail "peer did not build its bond"
 
 
-# fo_case N BREAKER LABEL: rbond_stream a -> b; host BREAKER takes its
-# rail 1 down for 8 s once rail 1 carries data, then up again
-fo_case() {
-	local n=$1 brk=$2 label=$3 port=$((18700 + $1)) f0 t0 t1 rc pid i mine peer
-	f0=$(rdma_hw_stat rbond0 rail1_failovers)
+# stream_start KEY SECS TCP_RAIL: rbond_stream a -> b in the background
+# (sets pid), its TCP over rail TCP_RAIL; on host a, returns once rail 1
+# carried data, then both hosts wait for KEY.go
+stream_start() {
+	local key=$1 secs=$2 trail=$3 port t0 i
+	port=$((18700 + $(echo "$key" | tr -dc 0-9)))
 	if [ "$me" = b ]; then
 		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
-			-s 1048576 -w 1 -t 30 -u "$RBOND_QP_TIMEOUT" >/tmp/pf$n.srv 2>&1 &
+			-s 1048576 -w 1 -t "$secs" -u "$RBOND_QP_TIMEOUT" \
+			>/tmp/$key.srv 2>&1 &
 		pid=$!
-		sleep 2; pair_put "pf$n.srv" up
+		sleep 2; pair_put "$key.srv" up
 	else
-		pair_get "pf$n.srv" 120 >/dev/null
+		pair_get "$key.srv" 120 >/dev/null
 		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
-			-s 1048576 -w 1 -t 30 -u "$RBOND_QP_TIMEOUT" "$(rail_ip 0 b)" \
-			>/tmp/pf$n.cli 2>&1 &
+			-s 1048576 -w 1 -t "$secs" -u "$RBOND_QP_TIMEOUT" \
+			"$(rail_ip "$trail" b)" >/tmp/$key.cli 2>&1 &
 		pid=$!
-		# rail 1 carries data
 		t0=$(rail_tx_bytes a1)
 		for i in $(seq 200); do
 			[ $(($(rail_tx_bytes a1) - t0)) -gt 1000000 ] && break
 			sleep 0.1
 		done
 		sleep 2
-		pair_put "pf$n.go" 1
+		pair_put "$key.go" 1
 	fi
-	pair_get "pf$n.go" 120 >/dev/null
+	pair_get "$key.go" 120 >/dev/null
+}
+
+# fo_case N BREAKER LABEL: rbond_stream a -> b; host BREAKER takes its
+# rail 1 down for 8 s once rail 1 carries data, then up again
+fo_case() {
+	local n=$1 brk=$2 label=$3 f0 t0 t1 rc pid mine peer
+	f0=$(rdma_hw_stat rbond0 rail1_failovers)
+	stream_start "pf$n" 30 0
 	if [ "$me" = "$brk" ]; then
 		rail_down "${me}1"; sleep 8; rail_up "${me}1"
 		log "$label: ${me}1 down for 8 s, up at $(date +%T)"
@@ -90,8 +103,49 @@ fo_case() {
 	pair_sync "pf$n.done" 120
 }
 
-fo_case 1 a "a1 down on host a only"
-fo_case 2 b "b1 down on host b only"
+# home_case N BREAKER HOLD LABEL: rbond_stream a -> b (its TCP over rail
+# 1); host BREAKER takes its rail 0 - every QP's home - down once rail 1
+# carries data, for HOLD seconds or ("good") until the stream ended.  The
+# other host learns of it from the FENCE (RBOND_FENCE_HOME) only.  Both
+# move the QP's home to rail 1; nothing lost, duplicated or corrupted.
+home_case() {
+	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer out us m
+	h0=$(mrail_stat home_moves)
+	m=$(dmesg_mark)
+	stream_start "ph$n" 24 1
+	if [ "$me" = "$brk" ]; then
+		rail_down "${me}0"
+		log "$label: ${me}0 (home) down at $(date +%T.%N | cut -c1-12)"
+		if [ "$hold" != good ]; then
+			sleep "$hold"; rail_up "${me}0"
+		fi
+	fi
+	wait $pid; rc=$?
+	[ "$me" = "$brk" ] && [ "$hold" = good ] && rail_up "${me}0"
+	[ "$me" = a ] && out=/tmp/ph$n.cli || out=/tmp/ph$n.srv
+	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
+	[ $rc = 0 ]
+	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
+	mine=$(( $(mrail_stat home_moves) - h0 ))
+	us=$(dmesg | tail -n +$((m + 1)) | grep -oE 'home moved to rail 1, .* after [0-9]+ us' | grep -oE '[0-9]+ us$' | head -n 1)
+	pair_put "ph$n.hm.$me" "$mine"
+	peer=$(pair_get "ph$n.hm.$(pair_peer)" 60)
+	log "$label: home moves here $mine (fault to replay ${us:-?}), on the peer ${peer:-?}"
+	[ "$mine" -ge 1 ]
+	log_test $? "$label: host $me moved the QP's home to rail 1"
+	pair_sync "ph$n.done" 120
+	_wait_gid rxe_${me}0
+}
+
+CASES=" $(echo "${PF_CASES:-1 2 3 4 5}" | tr , " ") "
+case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
+[ -n "${PF_DEBUG:-}" ] &&
+	echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control
+case_on 1 && fo_case 1 a "a1 down on host a only"
+case_on 2 && fo_case 2 b "b1 down on host b only"
+case_on 3 && home_case 3 a 8 "a0 (home) down for 8 s on host a only"
+case_on 4 && home_case 4 b 8 "b0 (home) down for 8 s on host b only"
+case_on 5 && home_case 5 a good "a0 (home) down for good on host a only"
 pair_sync done 600
 dmesg | grep -E 'rbond0: (rail 1|QP .*rail 1)' | sed 's/^/# /'
 exit $ret

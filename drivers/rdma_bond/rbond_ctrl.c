@@ -694,6 +694,9 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
 		/* Not a bond (no listener) or not reachable: single-rail. */
+		pr_debug("control connection %pI4 -> %pI4: %s (%d)\n",
+			 &conn->laddr, &conn->raddr, rdma_event_msg(ev->event),
+			 ev->status);
 		rbond_conn_fail(conn, conn->active);
 		return 0;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -806,6 +809,30 @@ out_unlock:
 }
 
 /**
+ * rbond_ctrl_forget_failed() - a local rail address is usable again
+ * @laddr: its address
+ *
+ * The negative cache of connections from @laddr (a failed probe keeps a
+ * peer single-rail for RBOND_CTRL_FAIL_HOLD) is from a time the rail was
+ * down: the next connection from it probes again.
+ * Locks: rbond_conn_mutex not held (taken here).  Process context.
+ */
+void rbond_ctrl_forget_failed(__be32 laddr)
+{
+	struct rbond_conn *conn;
+
+	mutex_lock(&rbond_conn_mutex);
+	list_for_each_entry(conn, &rbond_conns, list)
+		if (conn->active && conn->laddr == laddr &&
+		    conn->state == RBOND_CONN_FAILED)
+			conn->fail_time = jiffies - RBOND_CTRL_FAIL_HOLD - 1;
+	mutex_unlock(&rbond_conn_mutex);
+}
+
+static struct rbond_conn *__rbond_ctrl_connect(__be32 laddr, __be32 raddr,
+					       bool force);
+
+/**
  * rbond_ctrl_connect() - the active connection from @laddr to @raddr
  * @laddr: our address, a rail's
  * @raddr: the peer's address
@@ -818,6 +845,28 @@ out_unlock:
  * stopping, without memory or at RBOND_CTRL_MAX_ACTIVE connections.
  */
 struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
+{
+	return __rbond_ctrl_connect(laddr, raddr, false);
+}
+
+/**
+ * rbond_ctrl_connect_now() - rbond_ctrl_connect(), past the negative cache
+ * @laddr: our address
+ * @raddr: the peer's
+ *
+ * For a peer known to be a bond (a QP pair's failover needs it): a failed
+ * probe is tried again at once - it may date from a moment the rail was
+ * down or its neighbour not yet resolved.
+ * Context: process context, may sleep.
+ * Return: as rbond_ctrl_connect().
+ */
+struct rbond_conn *rbond_ctrl_connect_now(__be32 laddr, __be32 raddr)
+{
+	return __rbond_ctrl_connect(laddr, raddr, true);
+}
+
+static struct rbond_conn *__rbond_ctrl_connect(__be32 laddr, __be32 raddr,
+					       bool force)
 {
 	struct sockaddr_in src = {
 		.sin_family = AF_INET,
@@ -845,8 +894,8 @@ struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr)
 		    conn->raddr != raddr)
 			continue;
 		if (conn->state == RBOND_CONN_FAILED) {
-			if (time_before(jiffies, conn->fail_time +
-						 RBOND_CTRL_FAIL_HOLD)) {
+			if (!force && time_before(jiffies, conn->fail_time +
+						  RBOND_CTRL_FAIL_HOLD)) {
 				conn = NULL;
 				goto out_unlock;
 			}

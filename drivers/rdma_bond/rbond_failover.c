@@ -33,8 +33,12 @@
  *
  * No FENCE_ACK within RBOND_FO_FENCE_MS (the peer is gone, or so is its
  * home rail): the rail's WQEs complete with IB_WC_RETRY_EXC_ERR, as a
- * native RC QP's would, and the QP goes to error.  The home rail is not
- * failed over: its loss is the QP's, as for a native QP.
+ * native RC QP's would, and the QP goes to error.
+ *
+ * The home rail carries SENDs, receives and atomics too: its failover
+ * ("home move", below rbond_fo_home_step()) moves the receives and the
+ * control connection to a surviving rail, and replays against the peer's
+ * responder position (its expected PSN) so that nothing runs twice.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -306,10 +310,17 @@ void rbond_fo_rail_work(struct work_struct *work)
 	unsigned long back = xchg(&bond->rails_back, 0);
 	struct rbond_fo_walk a;
 	unsigned int r;
+	__be32 addr;
 
 	for_each_set_bit(r, &back, RBOND_MAX_RAILS) {
 		if (!READ_ONCE(bond->rails[r].active))
 			continue;
+		mutex_lock(&bond->lock);
+		addr = bond->rails[r].ndev ? rbond_ndev_ipv4(bond->rails[r].ndev) :
+					     0;
+		mutex_unlock(&bond->lock);
+		if (addr)
+			rbond_ctrl_forget_failed(addr);
 		a.rail = r;
 		a.n = 0;
 		mutex_lock(&rbond_mq_mutex);
@@ -348,15 +359,33 @@ bool rbond_fo_home_moving(const struct rbond_qp *qp)
 	return qp->mrail && READ_ONCE(qp->mrail->mv_active);
 }
 
+/*
+ * Whether the home can move to rail @r: a member there paired with one of
+ * the peer's - published, or (a QP the application never moved to RTS:
+ * it only answers) at RTR.  sq_lock held.
+ */
+static bool rbond_fo_home_can(struct rbond_qp *qp, unsigned int r)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	u8 st = READ_ONCE(mq->m[r].state);
+
+	if (r >= RBOND_MAX_RAILS || r == qp->home ||
+	    (qp->fo_rails & BIT(r)) || READ_ONCE(mq->m[r].peer) < 0)
+		return false;
+	if (qp->s.rails_up & BIT(r))
+		return qp->member[r];
+	return !READ_ONCE(mq->up) && READ_ONCE(mq->m[r].qp) &&
+	       (st == RBOND_M_RTR || st == RBOND_M_RTS) &&
+	       READ_ONCE(mq->bond->rails[r].active);
+}
+
 /* The rail the home would move to, or -1.  sq_lock held. */
 static int rbond_fo_home_target(struct rbond_qp *qp)
 {
-	struct rbond_mqp *mq = qp->mrail;
-	unsigned long rails = qp->s.rails_up & ~BIT(qp->home) & ~qp->fo_rails;
 	unsigned int r;
 
-	for_each_set_bit(r, &rails, RBOND_MAX_RAILS)
-		if (READ_ONCE(mq->m[r].peer) >= 0 && qp->member[r])
+	for (r = 0; r < RBOND_MAX_RAILS; r++)
+		if (rbond_fo_home_can(qp, r))
 			return r;
 	return -1;
 }
@@ -375,8 +404,9 @@ static bool rbond_fo_mark_home(struct rbond_qp *qp, u8 reason)
 	lockdep_assert_held(&qp->sq_lock);
 	if (mq->mv_active)
 		return true;
-	if (!READ_ONCE(rbond_home_failover) || qp->srq || !qp->pend ||
-	    !qp->log || !READ_ONCE(mq->up) || !qp->member[h] ||
+	if (!READ_ONCE(rbond_home_failover) || qp->srq ||
+	    (READ_ONCE(mq->state) != RBOND_NEG_UP &&
+	     READ_ONCE(mq->state) != RBOND_NEG_AGREED) || !qp->member[h] ||
 	    !(qp->s.rails_up & BIT(h)) || rbond_fo_home_target(qp) < 0) {
 		ibdev_dbg(&mq->bond->ibdev,
 			  "QP 0x%x: home rail %u cannot move: srq %d up %d rails_up 0x%lx fo_rails 0x%lx\n",
@@ -1036,7 +1066,8 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 	 * The peer's member has one receive beside the application's, for
 	 * a probe (rbond_mq_create_members()): consumed first, by one.
 	 */
-	if (READ_ONCE(m->probe) == RBOND_PROBE_NONE && qp->member[nh]) {
+	if (READ_ONCE(m->probe) == RBOND_PROBE_NONE && qp->member[nh] &&
+	    m->state == RBOND_M_RTS) {
 		m->probe_qpn = qp->member[nh]->qp_num;
 		m->probe_sent = jiffies;
 		WRITE_ONCE(m->probe, RBOND_PROBE_SENT);
@@ -1060,6 +1091,7 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 	n = rbond_post_home_replay(qp, old, mq->mv_peer_epsn, &bytes);
 	qp->home = nh;
 	qp->s.home = nh;
+	qp->s.rails_up |= BIT(nh);
 	qp->fo_rails &= ~BIT(old);
 	WRITE_ONCE(mq->mv_active, false);
 	added = rbond_qp_deliver(qp);
@@ -1086,6 +1118,94 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 			       rbond_fail_reason_name(READ_ONCE(mq->fo_reason[old])),
 			       nh, n, bytes, us);
 	rbond_fo_home_end(mq, old);
+}
+
+/*
+ * The control connection between our rail @nh and the peer's paired one
+ * in mq->mv_conn: the one there if it goes there (and is not known dead),
+ * else a new one.  mq->lock held.
+ */
+static void rbond_fo_home_conn(struct rbond_mqp *mq, unsigned int nh,
+			       bool now)
+{
+	__be32 laddr = mq->m[nh].addr, raddr = rbond_fo_peer_addr(mq, nh);
+	struct rbond_conn *c = mq->mv_conn;
+
+	lockdep_assert_held(&mq->lock);
+	if (c && c->laddr == laddr && c->raddr == raddr &&
+	    READ_ONCE(c->state) != RBOND_CONN_FAILED &&
+	    READ_ONCE(c->state) != RBOND_CONN_DEAD)
+		return;
+	rbond_conn_put(c);
+	mq->mv_conn = NULL;
+	if (laddr && raddr)
+		mq->mv_conn = now ? rbond_ctrl_connect_now(laddr, raddr) :
+				    rbond_ctrl_connect(laddr, raddr);
+}
+
+/**
+ * rbond_fo_home_prepare() - connect the control channel a home move needs
+ * @mq: the multi-rail QP, whose extra rails are up
+ *
+ * Between the rail the home would move to and the peer's, ahead of time
+ * (shared by every QP between those two addresses): a move then does not
+ * wait for rdma_cm to connect over the surviving rail.
+ * Locks: mq->lock held.  Process context (connects).
+ */
+void rbond_fo_home_prepare(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned long flags;
+	int nh;
+
+	lockdep_assert_held(&mq->lock);
+	if (!READ_ONCE(rbond_home_failover) || mq->mv_active ||
+	    mq->home_moved || qp->srq)
+		return;
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	nh = rbond_fo_home_target(qp);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (nh >= 0)
+		rbond_fo_home_conn(mq, nh, false);
+}
+
+/*
+ * The member on @nh becomes the home member: one not published yet (the
+ * QP only answers) goes into qp->member[], and it takes the peer's atomics
+ * from now on (extra members refuse them) - a member at RTR cannot be
+ * given them (RTR to RTR is no transition): such a QP answers no atomics
+ * on its new home.  bond->lock held.  Returns 0 or -errno.
+ */
+static int rbond_fo_home_promote(struct rbond_mqp *mq, unsigned int nh)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_member_qp *m = &mq->m[nh];
+	struct ib_qp_attr acc = {};
+	unsigned long flags;
+	int ret;
+
+	lockdep_assert_held(&mq->bond->lock);
+	if (!qp->member[nh]) {
+		if (!m->qp || m->published)
+			return -ENODEV;
+		spin_lock_irqsave(&qp->sq_post_lock, flags);
+		spin_lock(&qp->rq_post_lock);
+		spin_lock(&qp->sq_lock);
+		qp->member[nh] = m->qp;
+		spin_unlock(&qp->sq_lock);
+		spin_unlock(&qp->rq_post_lock);
+		spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+		m->published = true;
+	}
+	if (!(mq->app_mask & IB_QP_ACCESS_FLAGS) || m->state != RBOND_M_RTS)
+		return 0;
+	acc.qp_access_flags = mq->app.qp_access_flags;
+	ret = ib_modify_qp(qp->member[nh], &acc, IB_QP_ACCESS_FLAGS);
+	if (ret)
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: new home rail %u: access flags: %d\n",
+			  qp->ibqp.qp_num, nh, ret);
+	return 0;
 }
 
 /*
@@ -1127,9 +1247,7 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 	if (mq->mv_new < 0) {
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		nh = mq->mv_peer_nh;
-		if (nh < 0 || nh >= RBOND_MAX_RAILS ||
-		    !(qp->s.rails_up & BIT(nh)) || !qp->member[nh] ||
-		    mq->m[nh].peer < 0)
+		if (nh < 0 || !rbond_fo_home_can(qp, nh))
 			nh = rbond_fo_home_target(qp);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		mq->mv_new = nh;
@@ -1140,27 +1258,20 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 		return 0;
 	}
 	nh = mq->mv_new;
-	if (!mq->mv_conn)
-		mq->mv_conn = rbond_ctrl_connect(mq->m[nh].addr,
-						 rbond_fo_peer_addr(mq, nh));
+	rbond_fo_home_conn(mq, nh, true);
 	if (!mq->mv_ready) {
 		if (!rbond_fo_home_drained(qp, old) &&
 		    el < RBOND_FO_FLUSH_MS * NSEC_PER_MSEC)
 			return msecs_to_jiffies(10);
 		memset(&attr, 0, sizeof(attr));
+		ret = rbond_post_alloc_pending(qp);
 		mutex_lock(&bond->lock);
-		ret = qp->member[old] ?
-		      ib_query_qp(qp->member[old], &attr, IB_QP_RQ_PSN, &init) :
-		      -ENODEV;
-		/* the peer's atomics go to the new home from now on */
-		if (!ret && (mq->app_mask & IB_QP_ACCESS_FLAGS)) {
-			struct ib_qp_attr acc = {
-				.qp_access_flags = mq->app.qp_access_flags,
-			};
-
-			ret = ib_modify_qp(qp->member[nh], &acc,
-					   IB_QP_ACCESS_FLAGS);
-		}
+		if (!ret)
+			ret = qp->member[old] ?
+			      ib_query_qp(qp->member[old], &attr, IB_QP_RQ_PSN,
+					  &init) : -ENODEV;
+		if (!ret)
+			ret = rbond_fo_home_promote(mq, nh);
 		mutex_unlock(&bond->lock);
 		if (ret) {
 			ibdev_dbg(&bond->ibdev,
@@ -1182,6 +1293,12 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 	if (!mq->mv_have_peer) {
 		if (!mq->mv_sent ||
 		    time_after_eq(jiffies, mq->mv_sent + retry)) {
+			ibdev_dbg(&bond->ibdev,
+				  "QP 0x%x: home rail %u -> %u: FENCE, connection %s\n",
+				  qp->ibqp.qp_num, old, nh,
+				  !mq->mv_conn ? "none" :
+				  READ_ONCE(mq->mv_conn->state) ==
+				  RBOND_CONN_UP ? "up" : "not up");
 			rbond_fo_send_home_fence(mq);
 			mq->mv_sent = jiffies | 1;
 		}

@@ -250,6 +250,7 @@ int rbond_mq_post_probe(struct rbond_mqp *mq, unsigned int i,
 /* rbond_failover.c */
 void rbond_fo_mq_init(struct rbond_mqp *mq);
 void rbond_fo_mq_reset(struct rbond_mqp *mq);
+void rbond_fo_home_prepare(struct rbond_mqp *mq);
 void rbond_fo_want_rejoin(struct rbond_mqp *mq, unsigned int r,
 			  unsigned int delay_ms);
 void rbond_fo_member_event(struct ib_event *ev, void *ctx);

@@ -87,3 +87,36 @@ prov_cs() {
 	fi
 	return 0
 }
+
+# prov_bw_start SERVER CLIENT ITERS [TOOL [ARGS...]]: a perftest pair in
+# the background, 64 KiB, one QP unless ARGS say otherwise (sets SPID,
+# CPID; output in /tmp/prov_bw and /tmp/prov_bw.srv); prov_bw_wait: both
+# exit status
+prov_bw_start() {
+	local s=$1 c=$2 n=$3 tool=${4:-ib_write_bw}
+	shift 3; [ $# -gt 0 ] && shift
+	PROV_PORT=$((PROV_PORT + 1))
+	timeout -k 5 300 $tool -d "$s" -p $PROV_PORT -s 65536 -n "$n" -F \
+		-x 1 -u "$RBOND_QP_TIMEOUT" "$@" >/tmp/prov_bw.srv 2>&1 &
+	SPID=$!
+	prov_wait_listen $PROV_PORT 60 || log "$tool server not listening"
+	timeout -k 5 300 $tool -d "$c" -p $PROV_PORT -s 65536 -n "$n" -F \
+		-x 1 -u "$RBOND_QP_TIMEOUT" "$@" "$(prov_ip "$s")" >/tmp/prov_bw 2>&1 &
+	CPID=$!
+}
+prov_bw_wait() { local rc; wait $CPID; rc=$?; wait $SPID || rc=1; return $rc; }
+
+# prov_rail_rate N: bytes/s one plain rxe rail N (rxe_bN <- rxe_aN) moves
+# with ib_write_bw, 64 KiB, from the time data flows (the baseline of a
+# survivor's rate after a rail is lost)
+prov_rail_rate() {
+	local r=$1 w0 t0 i
+	prov_bw_start rxe_b$r rxe_a$r 800
+	w0=$(rail_tx_bytes a$r)
+	for i in $(seq 200); do
+		[ $(($(rail_tx_bytes a$r) - w0)) -gt 1000000 ] && break; sleep 0.1
+	done
+	w0=$(rail_tx_bytes a$r); t0=$(date +%s.%N)
+	prov_bw_wait || log "baseline ib_write_bw on rail $r failed"
+	echo "($(rail_tx_bytes a$r) - $w0) / ($(date +%s.%N) - $t0)" | bc
+}
