@@ -11,8 +11,13 @@
 #include <rdma/rdma_bond-abi.h>
 
 #define RBOND_CTRL_MAGIC	0x52424e44	/* "RBND" */
-/* 2: nonces; 3: FENCE, rail state; 4: home-rail FENCE */
-#define RBOND_CTRL_VERSION	4
+/*
+ * 2: nonces; 3: FENCE, rail state.  The home-rail FENCE (RBOND_FENCE_HOME)
+ * uses fields that were reserved in 3 and that a sender of 3 zeroes: a
+ * peer that does not know it refuses it (no acknowledgment) and the QP
+ * fails as before.
+ */
+#define RBOND_CTRL_VERSION	3
 #define RBOND_CTRL_MSG_SIZE	256
 
 enum rbond_msg_type {
