@@ -120,3 +120,28 @@ prov_rail_rate() {
 	prov_bw_wait || log "baseline ib_write_bw on rail $r failed"
 	echo "($(rail_tx_bytes a$r) - $w0) / ($(date +%s.%N) - $t0)" | bc
 }
+
+# prov_pp_start OUT [SDEV CDEV SECS]: ibv_rc_pingpong -c, 20000 x 4 KiB,
+# SDEV (rbond1) <- CDEV (rbond0), in the background for at most SECS (200)
+# (sets ppid, pcid)
+prov_pp_start() {
+	local out=$1 s=${2:-rbond1} c=${3:-rbond0} t=${4:-200}
+	PROV_PORT=$((PROV_PORT + 1))
+	timeout -k 5 "$t" ibv_rc_pingpong -d "$s" -g 1 -p $PROV_PORT -c \
+		-n 20000 -s 4096 >"$out.srv" 2>&1 &
+	ppid=$!
+	prov_wait_listen $PROV_PORT 60 || log "pingpong server not listening"
+	timeout -k 5 "$t" ibv_rc_pingpong -d "$c" -g 1 -p $PROV_PORT -c \
+		-n 20000 -s 4096 "$(prov_ip "$s")" >"$out" 2>&1 &
+	pcid=$!
+}
+# prov_pp_outcome OUT RC: "error" (a completion error reported), "hang" (the
+# timeout ended it) or "ok"
+prov_pp_outcome() {
+	if [ "$2" = 124 ] || [ "$2" = 137 ]; then echo hang
+	elif [ "$2" != 0 ] && grep -qiE 'Failed status|error' "$1" "$1.srv"; then
+		echo error
+	elif [ "$2" = 0 ]; then echo ok
+	else echo "rc $2"
+	fi
+}

@@ -1,0 +1,55 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: loop
+# time: 150
+#
+# The home rail's failover turned off (module parameter home_failover=0):
+# the home rail's loss is the QP's, as for a native RC QP - ibv_rc_pingpong
+# over the bond must end as it does over the plain rxe rail when that
+# rail's link goes down (6.1 and 6.12: a completion error).  This is also
+# what every case of test_failover_home.sh got before the home rail could
+# move.  A fresh topology of its own: in the guest that had run
+# test_failover_home's cases, the bond's pingpong hung where plain rxe's
+# failed (2026-12-03, 6.1; open, Documentation/rdma_bond.rst).
+#
+#   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0,1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progs/lib_provider.sh"
+prov_mrail
+RATE=${FO_RATE:-40mbit}
+for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done
+H=/sys/module/rdma_bond/parameters/home_failover
+[ -w $H ] || fail "no home_failover parameter"
+restore_rail0() {
+	rail_up a0
+	_wait_gid rxe_a0; _wait_gid rxe_b0
+}
+
+# The bond first, on rails that never went down (see above), then plain
+# rxe over the same rail for the outcome a native QP gets.
+echo 0 > $H
+h0=$(mrail_stat home_moves)
+prov_pp_start /tmp/fh_pn rbond1 rbond0 60
+sleep 4
+rail_down a0
+wait $pcid; rc=$?
+wait $ppid; src=$?
+bond=$(prov_pp_outcome /tmp/fh_pn $rc)
+restore_rail0
+prov_pp_start /tmp/fh_pr rxe_b0 rxe_a0 60
+sleep 4
+rail_down a0
+wait $pcid; rc=$?
+wait $ppid; src=$?
+native=$(prov_pp_outcome /tmp/fh_pr $rc)
+restore_rail0
+cat /tmp/fh_pn /tmp/fh_pn.srv | grep -iE 'failed|error' | head -n 2 | sed 's/^/# /'
+[ "$bond" = "$native" ] && [ "$bond" != ok ]
+log_test $? "home_failover=0: ibv_rc_pingpong on the bond ends as on plain rxe when the home rail is lost: $bond (plain rxe: $native)"
+[ "$(mrail_stat home_moves)" = "$h0" ]
+log_test $? "home_failover=0: no home moved"
+echo 1 > $H
+
+for d in a0 a1 b0 b1; do rail_unshape $d; done
+echo 0 > $P/multirail
+exit $ret
