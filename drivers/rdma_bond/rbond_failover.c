@@ -601,29 +601,40 @@ static void rbond_fo_fence_local(struct rbond_mqp *mq, unsigned int r)
 }
 
 /*
- * FENCE or FENCE_ACK about our rail @r (member @qpn) and the peer's rail
- * @peer_rail (member @peer_qpn) to the peer QP.  mq->lock held.
+ * The body every FENCE and FENCE_ACK has: to the peer QP, about our rail
+ * @r (member @qpn) and the peer's rail @peer_rail (member @peer_qpn).
+ * mq->lock held.
  */
+static void rbond_fo_fence_msg(struct rbond_mqp *mq, struct rbond_msg *msg,
+			       unsigned int r, u32 qpn, u8 peer_rail,
+			       u32 peer_qpn)
+{
+	unsigned long flags;
+
+	lockdep_assert_held(&mq->lock);
+	memset(msg, 0, sizeof(*msg));
+	msg->src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	msg->dst_qpn = cpu_to_be32(mq->peer_qpn);
+	memcpy(msg->echo, mq->peer_nonce, sizeof(msg->echo));
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	msg->fence.rail = r;
+	msg->fence.peer_rail = peer_rail;
+	msg->fence.reason = READ_ONCE(mq->fo_reason[r]);
+	msg->fence.qpn = cpu_to_be32(qpn);
+	msg->fence.peer_qpn = cpu_to_be32(peer_qpn);
+}
+
+/* FENCE or FENCE_ACK about an extra rail (rbond_fo_fence_msg()). */
 static void rbond_fo_send(struct rbond_mqp *mq, struct rbond_conn *conn,
 			  u8 type, unsigned int r, u32 qpn, u8 peer_rail,
 			  u32 peer_qpn)
 {
-	struct rbond_msg msg = {};
-	unsigned long flags;
+	struct rbond_msg msg;
 
-	lockdep_assert_held(&mq->lock);
 	if (!conn)
 		return;
-	msg.src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
-	spin_lock_irqsave(&mq->attr_lock, flags);
-	msg.dst_qpn = cpu_to_be32(mq->peer_qpn);
-	memcpy(msg.echo, mq->peer_nonce, sizeof(msg.echo));
-	spin_unlock_irqrestore(&mq->attr_lock, flags);
-	msg.fence.rail = r;
-	msg.fence.peer_rail = peer_rail;
-	msg.fence.reason = READ_ONCE(mq->fo_reason[r]);
-	msg.fence.qpn = cpu_to_be32(qpn);
-	msg.fence.peer_qpn = cpu_to_be32(peer_qpn);
+	rbond_fo_fence_msg(mq, &msg, r, qpn, peer_rail, peer_qpn);
 	rbond_ctrl_send(conn, &msg, type, RBOND_ST_OK);
 }
 
@@ -860,25 +871,14 @@ static __be32 rbond_fo_peer_addr(struct rbond_mqp *mq, unsigned int r)
 static void rbond_fo_send_home(struct rbond_mqp *mq, struct rbond_conn *conn,
 			       u8 type, u8 peer_rail, u32 peer_qpn)
 {
-	unsigned int old = mq->mv_old;
-	struct rbond_msg msg = {};
-	unsigned long flags;
+	struct rbond_msg msg;
 	int nh = mq->mv_new;
 
-	lockdep_assert_held(&mq->lock);
 	if (!conn)
 		return;
-	msg.src_qpn = cpu_to_be32(mq->qp->ibqp.qp_num);
-	spin_lock_irqsave(&mq->attr_lock, flags);
-	msg.dst_qpn = cpu_to_be32(mq->peer_qpn);
-	memcpy(msg.echo, mq->peer_nonce, sizeof(msg.echo));
-	spin_unlock_irqrestore(&mq->attr_lock, flags);
-	msg.fence.rail = old;
-	msg.fence.peer_rail = peer_rail;
-	msg.fence.reason = READ_ONCE(mq->fo_reason[old]);
+	rbond_fo_fence_msg(mq, &msg, mq->mv_old, mq->mv_qpn, peer_rail,
+			   peer_qpn);
 	msg.fence.flags = RBOND_FENCE_HOME;
-	msg.fence.qpn = cpu_to_be32(mq->mv_qpn);
-	msg.fence.peer_qpn = cpu_to_be32(peer_qpn);
 	if (nh >= 0 && mq->m[nh].peer >= 0) {
 		msg.fence.new_home = nh;
 		msg.fence.peer_new_home = mq->peer_rail[mq->m[nh].peer].index;

@@ -102,6 +102,25 @@ static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
 	return n;
 }
 
+/* Whether every lkey of @sge[0..@num) names an MR of @qp's PD (RCU). */
+static bool rbond_lkeys_ok(struct rbond_qp *qp, const struct ib_sge *sge,
+			   int num)
+{
+	int i;
+
+	rcu_read_lock();
+	for (i = 0; i < num; i++) {
+		if (!rbond_mr_lookup(qp->pd, sge[i].lkey)) {
+			rcu_read_unlock();
+			ibdev_dbg(qp->ibqp.device, "QP 0x%x: bad lkey 0x%x\n",
+				  qp->ibqp.qp_num, sge[i].lkey);
+			return false;
+		}
+	}
+	rcu_read_unlock();
+	return true;
+}
+
 /* IB_SEND_INLINE applies to the opcodes that carry data; others ignore it. */
 static bool rbond_wr_inline(const struct ib_send_wr *wr)
 {
@@ -273,16 +292,8 @@ static int rbond_wqe_decode_sges(struct rbond_qp *qp,
 		return -EINVAL;
 	}
 	/* every lkey now: the rails' keys are checked per chunk */
-	rcu_read_lock();
-	for (i = 0; i < wr->num_sge; i++) {
-		if (!rbond_mr_lookup(qp->pd, wr->sg_list[i].lkey)) {
-			rcu_read_unlock();
-			ibdev_dbg(&bond->ibdev, "QP 0x%x: bad lkey 0x%x\n",
-				  qp->ibqp.qp_num, wr->sg_list[i].lkey);
-			return -EINVAL;
-		}
-	}
-	rcu_read_unlock();
+	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge))
+		return -EINVAL;
 	memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
 	w->num_sge = wr->num_sge;
 	w->bytes = bytes;
@@ -1049,7 +1060,7 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	unsigned int rail = qp->rq_rail;
 	u32 seq, idx, stride = max(qp->cap.max_recv_sge, 1U);
 	bool moving;
-	int i, ret;
+	int ret;
 
 	if (!qp->member[rail] || !qp->rq_nsge)
 		return -EINVAL;
@@ -1060,16 +1071,8 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 		return -EINVAL;
 	}
 	/* every lkey now, as the post would */
-	rcu_read_lock();
-	for (i = 0; i < wr->num_sge; i++) {
-		if (!rbond_mr_lookup(qp->pd, wr->sg_list[i].lkey)) {
-			rcu_read_unlock();
-			ibdev_dbg(&bond->ibdev, "QP 0x%x: bad lkey 0x%x\n",
-				  qp->ibqp.qp_num, wr->sg_list[i].lkey);
-			return -EINVAL;
-		}
-	}
-	rcu_read_unlock();
+	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge))
+		return -EINVAL;
 
 	spin_lock(&qp->rq_lock);
 	if (qp->rq_head - qp->rq_tail >= qp->cap.max_recv_wr) {

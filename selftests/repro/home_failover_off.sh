@@ -30,24 +30,25 @@ restore_rail0() {
 	_wait_gid rxe_a0; _wait_gid rxe_b0
 }
 
+# pp_home_lost OUT SDEV CDEV: ibv_rc_pingpong SDEV <- CDEV, rail 0 down
+# 4 s in, back after it ended; prints its outcome (prov_pp_outcome)
+pp_home_lost() {
+	local rc
+	prov_pp_start "$1" "$2" "$3" 60
+	sleep 4
+	rail_down a0
+	wait $pcid; rc=$?
+	wait $ppid
+	prov_pp_outcome "$1" $rc
+	restore_rail0 >/dev/null
+}
+
 # The bond first, on rails that never went down (see above), then plain
 # rxe over the same rail for the outcome a native QP gets.
 echo 0 > $H
 h0=$(mrail_stat home_moves)
-prov_pp_start /tmp/fh_pn rbond1 rbond0 60
-sleep 4
-rail_down a0
-wait $pcid; rc=$?
-wait $ppid; src=$?
-bond=$(prov_pp_outcome /tmp/fh_pn $rc)
-restore_rail0
-prov_pp_start /tmp/fh_pr rxe_b0 rxe_a0 60
-sleep 4
-rail_down a0
-wait $pcid; rc=$?
-wait $ppid; src=$?
-native=$(prov_pp_outcome /tmp/fh_pr $rc)
-restore_rail0
+bond=$(pp_home_lost /tmp/fh_pn rbond1 rbond0)
+native=$(pp_home_lost /tmp/fh_pr rxe_b0 rxe_a0)
 cat /tmp/fh_pn /tmp/fh_pn.srv | grep -iE 'failed|error' | head -n 2 | sed 's/^/# /'
 [ "$bond" = "$native" ] && [ "$bond" != ok ]
 log_test $? "home_failover=0: ibv_rc_pingpong on the bond ends as on plain rxe when the home rail is lost: $bond (plain rxe: $native)"
