@@ -221,15 +221,19 @@ topo_pair_up() {
 	# later than we start (6.12, one vCPU) must not leave a FAILED
 	# neighbour entry behind, which turns our first connect into "No
 	# route to host".  Its MAC is the one tools/vm/run gave its NIC r.
-	local peer
-	peer=$([ "$me" = a ] && echo b || echo a)
 	for r in $(seq 0 $((RBOND_NRAILS - 1))); do
-		ip neigh replace "$(rail_ip $r "$peer")" dev "$me$r" nud permanent \
-			lladdr "$(printf '52:54:00:%02x:%02x:%02x' \
-				$(( $(cksum <<< "$peer" | cut -d' ' -f1) % 256 )) 0 "$r")" ||
-			return 1
+		_pair_neigh "$me$r" || return 1
 	done
 	RBOND_TOPO=pair
+}
+
+# _pair_neigh DEV: the peer's address on DEV's rail, static (pair topology)
+_pair_neigh() {
+	local me=${1:0:1} r=${1:1} peer
+	peer=$([ "$me" = a ] && echo b || echo a)
+	ip neigh replace "$(rail_ip $r "$peer")" dev "$1" nud permanent \
+		lladdr "$(printf '52:54:00:%02x:%02x:%02x' \
+			$(( $(cksum <<< "$peer" | cut -d' ' -f1) % 256 )) 0 "$r")"
 }
 
 # ---- pair synchronisation (shared writable directory) ------------------
@@ -311,7 +315,27 @@ mrail_stat() {
 }
 rail_unshape() { tc qdisc del dev "$1" root 2>/dev/null; true; }
 rail_down() { ip link set "$1" down; }
-rail_up() { ip link set "$1" up; }
+# rail_up DEV: the link up again, with what its going down removed: an
+# administratively downed netdev loses its routes and neighbour entries,
+# permanent ones too, and only the connected route comes back.  The test
+# bed's own - the loop topology's per-wire route (_wire) and the static
+# neighbours of both topologies - are put back, or new rdma_cm connections
+# over the rail would resolve through the local table (loop) or a FAILED
+# neighbour and time out (seen as "unreachable (-110)" after a flap).
+rail_up() {
+	local me=${1:0:1} r=${1:1} peer=a t
+	ip link set "$1" up || return 1
+	case "${RBOND_TOPO:-}" in
+	loop)
+		t=$((100 + 2 * r + 1))	# _wire's table of the b side
+		[ "$me" = a ] && peer=b t=$((t - 1))
+		ip route replace "$(rail_ip $r $peer)" dev "$1" src "$(rail_ip $r $me)" table $t
+		ip neigh replace "$(rail_ip $r $peer)" dev "$1" nud permanent \
+			lladdr "$(cat "/sys/class/net/$peer$r/address")" ;;
+	pair)
+		_pair_neigh "$1" ;;
+	esac
+}
 # rdma_hw_stat DEV COUNTER: a counter of DEV's port 1 (rdma statistic)
 rdma_hw_stat() {
 	rdma statistic show link "$1/1" 2>/dev/null | tr ' ' '\n' |

@@ -41,6 +41,25 @@ test_traffic_on_wire() {
 	log_test $rc "traffic between the hosts crosses each rail's wire"
 }
 
+# A rail whose link went down and up (rail_down/rail_up, as the failover
+# tests do) is a wire again.  Before rail_up put back what the link's going
+# down removed, the route from A's to B's rail 0 address went through lo
+# after a flap ("local 10.0.1.2 from 10.0.1.1 dev lo table local"), and the
+# bond's control connections over the rail timed out
+test_after_flap() {
+	local rc=0 w0 via
+	rail_down a0; sleep 1; rail_up a0
+	_wait_gid rxe_a0 || rc=1
+	via=$(ip route get "$(rail_ip 0 b)" from "$(rail_ip 0 a)" | head -n1)
+	[[ " $via " == *" dev a0 "* ]] || { log "after a flap: $via"; rc=1; }
+	w0=$(rail_tx_bytes a0)
+	busybox ping -c 5 -s 1000 -W 2 -I "$(rail_ip 0 a)" "$(rail_ip 0 b)" >/dev/null || rc=1
+	[ $(($(rail_tx_bytes a0) - w0)) -ge 5000 ] ||
+		{ log "after a flap: only $(($(rail_tx_bytes a0) - w0)) bytes on rail 0's wire"; rc=1; }
+	log_test $rc "rail 0 after its link went down and up: traffic crosses its wire"
+}
+
 test_rxe_devices
 test_traffic_on_wire
+[ "$RBOND_TOPO" = loop ] && test_after_flap
 exit $ret
