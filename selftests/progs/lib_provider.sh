@@ -148,13 +148,26 @@ prov_pp_start() {
 		-n 20000 -s 4096 "$(prov_ip "$s")" >"$out" 2>&1 &
 	pcid=$!
 }
-# prov_pp_outcome OUT RC: "error" (a completion error reported), "hang" (the
-# timeout ended it) or "ok"
+# prov_pp_outcome OUT CRC SRC: how a pingpong of prov_pp_start ended, both
+# sides (client's exit status CRC, server's SRC): "ok" (both finished),
+# "error" (a side reported a completion error and none finished: an RC QP
+# whose link died fails the side with a send outstanding, while the side
+# waiting only for a receive may wait for ever, natively too - which side
+# that is depends on when the link went), "hang" (both ended by the
+# timeout), else "client X server Y"
 prov_pp_outcome() {
+	local c s
+	c=$(_pp_side "$1" "$2"); s=$(_pp_side "$1.srv" "$3")
+	if [ "$c" = ok ] && [ "$s" = ok ]; then echo ok
+	elif [ "$c$s" = hanghang ]; then echo hang
+	elif [[ "$c$s" =~ ^(error|hang)(error|hang)$ ]]; then echo error
+	else echo "client $c server $s"
+	fi
+}
+_pp_side() {	# _pp_side OUT RC
 	if [ "$2" = 124 ] || [ "$2" = 137 ]; then echo hang
-	elif [ "$2" != 0 ] && grep -qiE 'Failed status|error' "$1" "$1.srv"; then
-		echo error
+	elif [ "$2" != 0 ] && grep -qiE 'Failed status|error' "$1"; then echo error
 	elif [ "$2" = 0 ]; then echo ok
-	else echo "rc $2"
+	else echo "rc$2"
 	fi
 }
