@@ -53,6 +53,7 @@ fo_case() {
 	f0=$(mrail_stat failovers); r0=$(mrail_stat failover_replayed)
 	p0=$(mrail_stat rejoin_probes); pf0=$(mrail_stat rejoin_probe_fails)
 	a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
+	rm -f /tmp/fo_v
 	prov_cs rbond1 rbond0 /tmp/fo_v "$PROGS/rbond_verify" \
 		-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
 	vpid=$!
@@ -60,6 +61,7 @@ fo_case() {
 	prov_cs rbond1 rbond0 /tmp/fo_s "$PROGS/rbond_stream" \
 		-u "$RBOND_QP_TIMEOUT" -R -s 1048576 -w 1 -t "$((${FO_HOLD:-8} + 6))" &
 	spid=$!
+	prov_wait_out /tmp/fo_v '^ok .*QP connected' || log "$label: rbond_verify did not connect"
 	if wait_striping; then
 		eval "$brk"
 		log "$label: rail 1 broken ($brk)"

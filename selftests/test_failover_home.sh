@@ -48,6 +48,7 @@ restore_rail0() {
 m=$(dmesg_mark)
 if case_on 1; then
 h0=$(home_moves); r0=$(mrail_stat failover_replayed)
+rm -f /tmp/fh_v
 prov_cs rbond1 rbond0 /tmp/fh_v "$PROGS/rbond_verify" \
 	-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
 vpid=$!
@@ -55,6 +56,7 @@ PROV_PORT=$((PROV_PORT + 5))
 prov_cs rbond1 rbond0 /tmp/fh_s "$PROGS/rbond_stream" \
 	-u "$RBOND_QP_TIMEOUT" -R -s 1048576 -w 1 -t 16 &
 spid=$!
+prov_wait_out /tmp/fh_v '^ok .*QP connected' || log "rbond_verify did not connect"
 wait_striping || log "rail 1 never carried data"
 sleep 1
 rail_down a0

@@ -88,6 +88,19 @@ prov_cs() {
 	return 0
 }
 
+# prov_wait_out FILE PATTERN [SECS]: up to SECS (60) for a line matching
+# PATTERN (grep -E) in FILE, e.g. a program's "QP connected" before a
+# fault that must find the QP connected (a rail that is down when a QP
+# connects over it is "Network is unreachable", natively too)
+prov_wait_out() {
+	local i
+	for i in $(seq $((${3:-60} * 10))); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # prov_bw_start SERVER CLIENT ITERS [TOOL [ARGS...]]: a perftest pair in
 # the background, 64 KiB, one QP unless ARGS say otherwise (sets SPID,
 # CPID; output in /tmp/prov_bw and /tmp/prov_bw.srv); prov_bw_wait: both
