@@ -108,6 +108,7 @@ enum rbond_fail_reason {
 	RBOND_FAIL_STALL,		/* no progress with work outstanding */
 	RBOND_FAIL_PEER,		/* the peer's module fenced it */
 	RBOND_FAIL_QP_FATAL,		/* member QP async error */
+	RBOND_FAIL_SILENT,		/* no heartbeat from the peer */
 	RBOND_NR_FAIL_REASONS
 };
 
@@ -136,6 +137,11 @@ struct rbond_rail {
 	u64 delivered_t;		/* ns: the last completion, or busy start */
 	u32 since_sample;		/* completions since the last sample */
 	u32 rate;
+	/*
+	 * A peer on this rail went silent (rbond_fo_watch(), heartbeat):
+	 * the peer address, 0 if none; logged once per silence.
+	 */
+	__be32 silent_peer;
 };
 
 /* A rail's rate (bytes per 2^20 ns) in kbit/s. */
@@ -174,6 +180,7 @@ struct rbond_dev {
 	u32 stripe_threshold;
 	u32 rail_window;		/* adaptive: bytes outstanding per rail */
 	u32 stall_ms;			/* failover: no progress for this long */
+	u32 silent_ms;			/* failover: no heartbeat for this long */
 
 	struct work_struct unreg_work;
 	bool unreg_queued;
@@ -492,6 +499,7 @@ enum rbond_opt_id {
 	RBOND_OPT_STRIPE_THRESHOLD,
 	RBOND_OPT_RAIL_WINDOW,
 	RBOND_OPT_STALL_MS,
+	RBOND_OPT_SILENT_MS,
 	RBOND_NR_OPTS
 };
 

@@ -214,6 +214,8 @@ static struct rbond_conn *rbond_conn_alloc(bool active, __be32 laddr,
 	conn->laddr = laddr;
 	conn->raddr = raddr;
 	conn->state = RBOND_CONN_CONNECTING;
+	conn->hb_rx = jiffies;
+	conn->hb_sent = jiffies - msecs_to_jiffies(RBOND_CTRL_HB_MS);
 	hash_init(conn->rkeys);
 	hash_init(conn->handed);
 	INIT_LIST_HEAD(&conn->invals);
@@ -460,7 +462,9 @@ int rbond_ctrl_send(struct rbond_conn *conn, struct rbond_msg *msg, u8 type,
 		goto out_unlock;
 	}
 	slot = find_first_zero_bit(&conn->tx_busy, RBOND_CTRL_TX);
-	if (slot >= RBOND_CTRL_TX) {
+	if (slot >= RBOND_CTRL_TX ||
+	    (type == RBOND_MSG_HEARTBEAT &&
+	     hweight_long(conn->hb_busy) >= RBOND_CTRL_HB_INFLIGHT)) {
 		ret = -EBUSY;	/* bounded: the requester retries */
 		goto out_unlock;
 	}
@@ -481,8 +485,13 @@ int rbond_ctrl_send(struct rbond_conn *conn, struct rbond_msg *msg, u8 type,
 	wr.opcode = IB_WR_SEND;
 	wr.send_flags = IB_SEND_SIGNALED;
 	ret = ib_post_send(conn->qp, &wr, NULL);
-	if (!ret)
+	if (!ret) {
 		__set_bit(slot - RBOND_CTRL_RX, &conn->tx_busy);
+		if (type == RBOND_MSG_HEARTBEAT) {
+			__set_bit(slot - RBOND_CTRL_RX, &conn->hb_busy);
+			conn->hb_sent = jiffies;
+		}
+	}
 out_unlock:
 	spin_unlock_irqrestore(&conn->lock, flags);
 	return ret;
@@ -497,6 +506,7 @@ static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	spin_lock_irqsave(&conn->lock, flags);
 	__clear_bit(cb->idx - RBOND_CTRL_RX, &conn->tx_busy);
+	__clear_bit(cb->idx - RBOND_CTRL_RX, &conn->hb_busy);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
 		/*
@@ -535,6 +545,14 @@ static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	    msg.version != RBOND_CTRL_VERSION ||
 	    be16_to_cpu(msg.len) != sizeof(msg)) {
 		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+		return;
+	}
+	WRITE_ONCE(conn->hb_rx, jiffies);
+	if (msg.type == RBOND_MSG_HEARTBEAT) {
+		WRITE_ONCE(conn->hb_queue_us,
+			   min_t(u32, be32_to_cpu(msg.hb.queue_us),
+				 RBOND_CTRL_HB_MAX_QUEUE_US));
+		WRITE_ONCE(conn->hb_seen, true);
 		return;
 	}
 	if (msg.type >= RBOND_MSG_NR || !rbond_ctrl_ops->msg[msg.type]) {
@@ -971,6 +989,49 @@ void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it)
 	list_for_each_entry(conn, &rbond_conns, list)
 		it->fn(conn, it->arg);
 	mutex_unlock(&rbond_conn_mutex);
+}
+
+/**
+ * rbond_ctrl_silence() - how long a connection's peer has been silent
+ * @conn: the connection
+ * @ms: set to the time since the peer's last message, in ms
+ * @queue_us: set to the queue drain time its last heartbeat gave
+ *
+ * Only for a connection that is up and on which the peer sends
+ * heartbeats (a peer module without them is never found silent).
+ * Context: any.
+ * Return: true if @ms and @queue_us are set.
+ */
+bool rbond_ctrl_silence(struct rbond_conn *conn, unsigned int *ms,
+			u32 *queue_us)
+{
+	if (READ_ONCE(conn->state) != RBOND_CONN_UP ||
+	    !READ_ONCE(conn->hb_seen))
+		return false;
+	*ms = jiffies_to_msecs(jiffies - READ_ONCE(conn->hb_rx));
+	*queue_us = READ_ONCE(conn->hb_queue_us);
+	return true;
+}
+
+/**
+ * rbond_ctrl_heartbeat() - send a heartbeat if one is due
+ * @conn: the connection
+ * @queue_us: our queue's drain time on its rail, in us (struct rbond_msg)
+ *
+ * Due RBOND_CTRL_HB_MS after the last one, while fewer than
+ * RBOND_CTRL_HB_INFLIGHT are not acknowledged.
+ * Context: any (takes conn->lock, irqsave).
+ */
+void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us)
+{
+	struct rbond_msg msg = {};
+
+	if (READ_ONCE(conn->state) != RBOND_CONN_UP ||
+	    time_before(jiffies, READ_ONCE(conn->hb_sent) +
+				 msecs_to_jiffies(RBOND_CTRL_HB_MS)))
+		return;
+	msg.hb.queue_us = cpu_to_be32(queue_us);
+	rbond_ctrl_send(conn, &msg, RBOND_MSG_HEARTBEAT, RBOND_ST_OK);
 }
 
 /**

@@ -22,6 +22,15 @@
 #define RBOND_CTRL_BACKLOG	8	/* rdma_listen() */
 #define RBOND_CTRL_FAIL_HOLD	(60 * HZ)
 /*
+ * Heartbeats: one every RBOND_CTRL_HB_MS per connection, at most
+ * RBOND_CTRL_HB_INFLIGHT not acknowledged (a rail with a long queue or
+ * delay still carries one every RBOND_CTRL_HB_MS; a dead one does not
+ * take every send buffer)
+ */
+#define RBOND_CTRL_HB_MS	100
+#define RBOND_CTRL_HB_INFLIGHT	8
+#define RBOND_CTRL_HB_MAX_QUEUE_US (2 * USEC_PER_SEC)	/* a peer's claim, at most */
+/*
  * Only the peer's kernel module may speak on the control channel: the
  * active side binds a source port below PROT_SOCK (rdma_cm refuses those
  * without CAP_NET_BIND_SERVICE), the listener refuses any other.
@@ -77,6 +86,18 @@ struct rbond_conn {
 	DECLARE_HASHTABLE(handed, RBOND_RKEY_HASH_BITS);
 	unsigned int nr_handed;
 	struct list_head invals;	/* struct rbond_invw awaiting ACK */
+	/*
+	 * Heartbeat: hb_busy our heartbeats' send buffers in flight (bits
+	 * as tx_busy), hb_sent when the last went (conn->lock); hb_rx when
+	 * the peer's last message came, hb_seen once a heartbeat did, and
+	 * the peer's queue_us in it (the receive handler writes, READ_ONCE
+	 * elsewhere)
+	 */
+	unsigned long hb_busy;
+	unsigned long hb_sent;
+	unsigned long hb_rx;
+	bool hb_seen;
+	u32 hb_queue_us;
 
 	struct work_struct down_work;
 	struct work_struct rkey_work;
@@ -128,6 +149,9 @@ struct rbond_conn_iter {
 };
 
 void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it);
+bool rbond_ctrl_silence(struct rbond_conn *conn, unsigned int *ms,
+			u32 *queue_us);
+void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us);
 void rbond_ctrl_exit(void);
 
 #endif /* RBOND_CTRL_H */

@@ -615,11 +615,15 @@ static ssize_t rbond_rails_show(struct device *device, char *buf,
 	return len;
 }
 
-/* "index ibdev netdev state", and why it is down. */
+/*
+ * "index ibdev netdev state", and why it is down - or, up, which peer
+ * sends no heartbeat on it.
+ */
 static ssize_t rbond_rail_line(struct rbond_rail *rail, unsigned int i,
 			       char *buf, ssize_t len)
 {
 	u8 why = READ_ONCE(rail->down_reason);
+	__be32 silent = READ_ONCE(rail->silent_peer);
 
 	len += sysfs_emit_at(buf, len, "%u %s %s %s", i,
 			     dev_name(&rail->ibdev->dev),
@@ -628,6 +632,10 @@ static ssize_t rbond_rail_line(struct rbond_rail *rail, unsigned int i,
 	if (!READ_ONCE(rail->active) && why != RBOND_FAIL_NONE)
 		len += sysfs_emit_at(buf, len, " (%s)",
 				     rbond_fail_reason_name(why));
+	else if (READ_ONCE(rail->active) && silent)
+		len += sysfs_emit_at(buf, len, " (%s from %pI4)",
+				     rbond_fail_reason_name(RBOND_FAIL_SILENT),
+				     &silent);
 	return len + sysfs_emit_at(buf, len, "\n");
 }
 
@@ -667,6 +675,7 @@ static struct attribute *rbond_attrs[] = {
 	&rbond_opt_attrs[RBOND_OPT_STRIPE_THRESHOLD].attr,
 	&rbond_opt_attrs[RBOND_OPT_RAIL_WINDOW].attr,
 	&rbond_opt_attrs[RBOND_OPT_STALL_MS].attr,
+	&rbond_opt_attrs[RBOND_OPT_SILENT_MS].attr,
 	NULL
 };
 

@@ -61,6 +61,7 @@ static const char * const rbond_fail_names[RBOND_NR_FAIL_REASONS] = {
 	[RBOND_FAIL_STALL] = "no progress",
 	[RBOND_FAIL_PEER] = "peer fenced",
 	[RBOND_FAIL_QP_FATAL] = "member QP error",
+	[RBOND_FAIL_SILENT] = "no heartbeat",
 };
 
 const char *rbond_fail_reason_name(unsigned int reason)
@@ -505,24 +506,36 @@ static void rbond_fo_watch(struct work_struct *work);
 static DECLARE_DELAYED_WORK(rbond_fo_watch_work, rbond_fo_watch);
 
 /*
+ * How long rail @r's queue - all multi-rail QPs' bytes outstanding on it,
+ * FIFO - takes to drain at its measured rate, in ns; 500 ms while the rate
+ * is not known.
+ */
+static u64 rbond_fo_drain_ns(struct rbond_dev *bond, unsigned int r)
+{
+	u64 obytes = READ_ONCE(bond->rails[r].obytes);
+	u32 rate = READ_ONCE(bond->rails[r].rate);
+
+	if (!obytes)
+		return 0;
+	if (!rate)
+		return 500 * NSEC_PER_MSEC;
+	return div_u64(obytes << 20, rate);
+}
+
+/*
  * How long rail @r may go without a completion while @qp has work on it:
- * the bond's failover_stall_ms, plus the time the rail's queue (all QPs'
- * bytes outstanding, FIFO) takes at its measured rate; 500 ms more while
- * the rate is not known.  0: never.
+ * the bond's failover_stall_ms plus the rail's queue drain time.  0: never.
  */
 static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
 {
 	struct rbond_dev *bond = qp->s.bond;
-	u32 ms = READ_ONCE(bond->stall_ms), rate;
-	u64 ns;
+	u32 ms = READ_ONCE(bond->stall_ms);
 
 	if (!ms)
 		return 0;
-	rate = READ_ONCE(bond->rails[r].rate);
-	if (!rate)
+	if (!READ_ONCE(bond->rails[r].rate))
 		return msecs_to_jiffies(ms + 500);
-	ns = div_u64(READ_ONCE(bond->rails[r].obytes) << 20, rate);
-	return msecs_to_jiffies(ms) + nsecs_to_jiffies(ns);
+	return msecs_to_jiffies(ms) + nsecs_to_jiffies(rbond_fo_drain_ns(bond, r));
 }
 
 /*
@@ -541,6 +554,192 @@ static unsigned long rbond_fo_idle(struct rbond_qp *qp, unsigned int r,
 		      READ_ONCE(qp->s.bond->rails[r].delivered_t);
 
 	return min(now - qp->s.progress[r], nsecs_to_jiffies(rail_ns));
+}
+
+/*
+ * The heartbeat.  Every control connection carries one message each
+ * RBOND_CTRL_HB_MS both ways (rbond_ctrl_heartbeat()); a rail whose peer
+ * has sent nothing on any connection between the two addresses for the
+ * bond's failover_silent_ms - plus the drain time of our queue on the rail
+ * (a READ's response waits behind it) and of the peer's as its last
+ * heartbeat gave it (the next one waits behind that), RBOND_HB_QUEUE_MS
+ * at most - is silent: every
+ * QP with that peer on the rail fails it over, its home rail too (which
+ * the stall watchdog cannot judge: a SEND may wait for a receive).  A
+ * connection's loss (the control QP's retries exhausted) is not silence:
+ * the member QPs' own retries and the stall watchdog find that rail.
+ *
+ * One pass of the watchdog: the connections first (rbond_conn_mutex),
+ * then the QPs (rbond_mq_mutex, never both), then our heartbeats, each
+ * with our queue's drain time on its rail as the QPs showed it.
+ */
+#define RBOND_HB_LINKS	32
+/*
+ * The queues' allowance at most: a rail that stopped delivering keeps its
+ * bytes outstanding, and its rate estimate falls - its drain time grows
+ * with the silence it should explain
+ */
+#define RBOND_HB_QUEUE_MS	1000
+
+struct rbond_hb_link {
+	__be32 laddr, raddr;
+	unsigned int silent_ms;	/* the least over the pair's connections */
+	u32 queue_us;		/* the peer's, from that connection */
+};
+
+struct rbond_hb_queue {
+	__be32 laddr;
+	u32 queue_us;		/* ours, the most any bond rail showed */
+};
+
+struct rbond_hb_walk {
+	struct rbond_hb_link link[RBOND_HB_LINKS];
+	unsigned int nlinks;
+	struct rbond_hb_queue mine[RBOND_HB_LINKS];
+	unsigned int nmine;
+};
+
+/* rbond_fo_watch() only (a work item never runs twice at once) */
+static struct rbond_hb_walk rbond_hb;
+
+static void rbond_hb_collect(struct rbond_conn *conn, void *arg)
+{
+	struct rbond_hb_walk *w = arg;
+	struct rbond_hb_link *l;
+	unsigned int ms, i;
+	u32 q;
+
+	if (!rbond_ctrl_silence(conn, &ms, &q))
+		return;
+	for (i = 0; i < w->nlinks; i++) {
+		l = &w->link[i];
+		if (l->laddr != conn->laddr || l->raddr != conn->raddr)
+			continue;
+		if (ms < l->silent_ms) {
+			l->silent_ms = ms;
+			l->queue_us = q;
+		}
+		return;
+	}
+	if (w->nlinks < RBOND_HB_LINKS)
+		w->link[w->nlinks++] = (struct rbond_hb_link) {
+			.laddr = conn->laddr, .raddr = conn->raddr,
+			.silent_ms = ms, .queue_us = q,
+		};
+}
+
+static void rbond_hb_send(struct rbond_conn *conn, void *arg)
+{
+	struct rbond_hb_walk *w = arg;
+	unsigned int i;
+	u32 q = 0;
+
+	for (i = 0; i < w->nmine; i++)
+		if (w->mine[i].laddr == conn->laddr)
+			q = w->mine[i].queue_us;
+	rbond_ctrl_heartbeat(conn, q);
+}
+
+static void rbond_hb_note_queue(struct rbond_hb_walk *w, __be32 laddr,
+				u64 drain_ns)
+{
+	u32 us = min_t(u64, div_u64(drain_ns, NSEC_PER_USEC),
+		       RBOND_CTRL_HB_MAX_QUEUE_US);
+	unsigned int i;
+
+	for (i = 0; i < w->nmine; i++) {
+		if (w->mine[i].laddr == laddr) {
+			w->mine[i].queue_us = max(w->mine[i].queue_us, us);
+			return;
+		}
+	}
+	if (w->nmine < RBOND_HB_LINKS)
+		w->mine[w->nmine++] = (struct rbond_hb_queue) {
+			.laddr = laddr, .queue_us = us,
+		};
+}
+
+/* The peer's address on rail @r of ours (its paired rail), or 0. */
+static __be32 rbond_fo_peer_addr(struct rbond_mqp *mq, unsigned int r)
+{
+	int pr = READ_ONCE(mq->m[r].peer);
+
+	if (pr < 0 || pr >= mq->peer_nrails)
+		return 0;
+	return rbond_gid_ipv4(mq->peer_rail[pr].gid);
+}
+
+/* Our address and the peer's on rail @r of @mq; false if not known. */
+static bool rbond_fo_rail_addrs(struct rbond_mqp *mq, unsigned int r,
+				__be32 *laddr, __be32 *raddr)
+{
+	if (r == mq->key_home && !READ_ONCE(mq->home_moved)) {
+		*laddr = READ_ONCE(mq->home_laddr);
+		*raddr = READ_ONCE(mq->peer_addr);
+	} else {
+		*laddr = mq->m[r].addr;
+		*raddr = rbond_fo_peer_addr(mq, r);
+	}
+	return *laddr && *raddr;
+}
+
+/* A silent peer on a rail of @bond: logged once per silence. */
+static void rbond_hb_note(struct rbond_dev *bond, unsigned int r,
+			  __be32 raddr, const struct rbond_hb_link *l,
+			  bool silent)
+{
+	struct rbond_rail *rail = &bond->rails[r];
+
+	if (silent && READ_ONCE(rail->silent_peer) != raddr) {
+		WRITE_ONCE(rail->silent_peer, raddr);
+		ibdev_warn(&bond->ibdev,
+			   "rail %u: no heartbeat from %pI4 for %u ms: its QPs with that peer fail over\n",
+			   r, &raddr, l->silent_ms);
+	} else if (!silent && READ_ONCE(rail->silent_peer) == raddr) {
+		WRITE_ONCE(rail->silent_peer, 0);
+		ibdev_info(&bond->ibdev, "rail %u: %pI4 heard again\n", r,
+			   &raddr);
+	}
+}
+
+/*
+ * The heartbeat's judgement of @mq's rails, and our queue on each for the
+ * heartbeats we send.  sq_lock held.
+ */
+static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_dev *bond = mq->bond;
+	u32 silent_ms = READ_ONCE(bond->silent_ms);
+	struct rbond_hb_link *l;
+	unsigned int r, i;
+	__be32 la, ra;
+	u64 drain;
+	bool silent;
+
+	lockdep_assert_held(&qp->sq_lock);
+	for (r = 0; r < RBOND_MAX_RAILS; r++) {
+		if (!rbond_fo_rail_addrs(mq, r, &la, &ra))
+			continue;
+		drain = rbond_fo_drain_ns(bond, r);
+		rbond_hb_note_queue(w, la, drain);
+		for (i = 0, l = NULL; i < w->nlinks && !l; i++)
+			if (w->link[i].laddr == la && w->link[i].raddr == ra)
+				l = &w->link[i];
+		if (!l || !silent_ms)
+			continue;
+		silent = l->silent_ms > silent_ms +
+			 min_t(u64, div_u64(drain, NSEC_PER_MSEC) +
+				    l->queue_us / USEC_PER_MSEC,
+			       RBOND_HB_QUEUE_MS);
+		rbond_hb_note(bond, r, ra, l, silent);
+		if (!silent || !(qp->s.rails_up & BIT(r)) ||
+		    !rbond_fo_mark(qp, r, RBOND_FAIL_SILENT))
+			continue;
+		/* the failure dates from the peer's last message */
+		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -
+			   (u64)l->silent_ms * NSEC_PER_MSEC);
+	}
 }
 
 static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
@@ -565,14 +764,23 @@ static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -
 			   jiffies_to_nsecs(idle));
 	}
+	rbond_fo_hb_one(mq, arg);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 }
 
 static void rbond_fo_watch(struct work_struct *work)
 {
+	struct rbond_hb_walk *w = &rbond_hb;
+	struct rbond_conn_iter it = { .fn = rbond_hb_collect, .arg = w };
+
+	w->nlinks = 0;
+	w->nmine = 0;
+	rbond_ctrl_walk_conns(&it);
 	mutex_lock(&rbond_mq_mutex);
-	rbond_mq_for_each(NULL, rbond_fo_watch_one, NULL);
+	rbond_mq_for_each(NULL, rbond_fo_watch_one, w);
 	mutex_unlock(&rbond_mq_mutex);
+	it.fn = rbond_hb_send;
+	rbond_ctrl_walk_conns(&it);
 	queue_delayed_work(rbond_wq, &rbond_fo_watch_work,
 			   msecs_to_jiffies(RBOND_FO_WATCH_MS));
 }
@@ -850,16 +1058,6 @@ static unsigned long rbond_fo_step(struct rbond_mqp *mq, unsigned int r)
 }
 
 /* --- the home rail: fence, move, replay ----------------------------------------- */
-
-/* The peer's address on rail @r of ours (its paired rail), or 0. */
-static __be32 rbond_fo_peer_addr(struct rbond_mqp *mq, unsigned int r)
-{
-	int pr = mq->m[r].peer;
-
-	if (pr < 0 || pr >= mq->peer_nrails)
-		return 0;
-	return rbond_gid_ipv4(mq->peer_rail[pr].gid);
-}
 
 /*
  * FENCE or FENCE_ACK about the home rails (RBOND_FENCE_HOME) on @conn:

@@ -184,6 +184,7 @@ struct rbond_mqp {
 	u8 mv_ack_from;			/* the FENCE's sender's rail */
 	u32 mv_ack_src;			/* and member */
 	u8 peer_home;			/* index into peer_rail[] */
+	__be32 home_laddr;		/* our first home rail's address */
 	u8 key_home;			/* the first home rail */
 
 	/*

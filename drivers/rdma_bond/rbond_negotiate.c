@@ -979,6 +979,8 @@ void rbond_mq_work(struct work_struct *work)
 		goto answer;
 	}
 	home_addr = rbond_ndev_ipv4(bond->rails[mq->qp->home].ndev);
+	if (!mq->home_moved)
+		WRITE_ONCE(mq->home_laddr, home_addr);
 	if (mq->state == RBOND_NEG_INIT)
 		rbond_mq_set_state(mq, rbond_mq_create_members(mq) ?
 				   RBOND_NEG_ASKING : RBOND_NEG_SINGLE);

@@ -52,6 +52,11 @@ static struct rbond_option rbond_options[RBOND_NR_OPTS] = {
 		.off = offsetof(struct rbond_dev, stall_ms),
 		.def = 300,
 	},
+	[RBOND_OPT_SILENT_MS] = {
+		.name = "failover_silent_ms",
+		.off = offsetof(struct rbond_dev, silent_ms),
+		.def = 0,	/* off until measured across the suite */
+	},
 };
 
 static int rbond_opt_parse(const struct rbond_option *o, const char *buf,
@@ -151,6 +156,10 @@ module_param_cb(failover_stall_ms, &rbond_param_ops,
 		&rbond_options[RBOND_OPT_STALL_MS], 0444);
 MODULE_PARM_DESC(failover_stall_ms,
 		 "Default time in ms an extra rail may make no progress with work outstanding before its QPs fail over (plus its queue's drain time; 0: never)");
+module_param_cb(failover_silent_ms, &rbond_param_ops,
+		&rbond_options[RBOND_OPT_SILENT_MS], 0444);
+MODULE_PARM_DESC(failover_silent_ms,
+		 "Default time in ms a rail may go without a heartbeat from a peer's module (sent every 100 ms) before its QPs with that peer fail over, the home rail's too (plus both ends' queue drain time, 1 s at most; 0: never, the default; 500 suggested)");
 
 /* --- sysfs: one bond's tunables (group "bond") --------------------------- */
 
@@ -195,4 +204,5 @@ struct device_attribute rbond_opt_attrs[RBOND_NR_OPTS] = {
 	RBOND_OPT_ATTR(RBOND_OPT_STRIPE_THRESHOLD, stripe_threshold),
 	RBOND_OPT_ATTR(RBOND_OPT_RAIL_WINDOW, rail_window),
 	RBOND_OPT_ATTR(RBOND_OPT_STALL_MS, failover_stall_ms),
+	RBOND_OPT_ATTR(RBOND_OPT_SILENT_MS, failover_silent_ms),
 };

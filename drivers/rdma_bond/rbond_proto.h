@@ -29,6 +29,12 @@ enum rbond_msg_type {
 	RBOND_MSG_INVAL_ACK,
 	RBOND_MSG_FENCE,	/* a rail failed: stop your member QP on it */
 	RBOND_MSG_FENCE_ACK,	/* it is stopped */
+	/*
+	 * Every RBOND_CTRL_HB_MS on every connection (not a version change:
+	 * a peer that does not know it counts it bad and sends none, and a
+	 * connection we never had one on is not watched)
+	 */
+	RBOND_MSG_HEARTBEAT,
 	RBOND_MSG_NR
 };
 
@@ -101,6 +107,15 @@ struct rbond_msg {
 			 */
 			__be32 epsn;
 		} fence;
+		struct {
+			/*
+			 * How long the sender's queue on the rail takes to
+			 * drain (its bytes outstanding at its rate), in us:
+			 * what may delay the next heartbeat
+			 */
+			__be32 queue_us;
+			u8 rsvd[4];
+		} hb;
 	};
 };
 

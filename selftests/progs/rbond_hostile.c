@@ -50,7 +50,7 @@
 #define CTRL_MAGIC	0x52424e44
 #define NRAILS		4
 enum { QP_REQ = 1, QP_RSP, RKEY_REQ, RKEY_RSP, INVAL, INVAL_ACK, FENCE,
-       FENCE_ACK };
+       FENCE_ACK, HEARTBEAT };
 enum { ST_OK, ST_NOT_READY, ST_NOENT, ST_PERM };
 
 struct hrail {
@@ -421,16 +421,26 @@ static int cc_send(struct cconn *c, const struct hmsg *m)
 	return cc_send_raw(c, raw, msg_pack(m, raw));
 }
 
-/* The next received message within @timeout_ms: 1, or 0 if none. */
+/*
+ * The next received message within @timeout_ms: 1, or 0 if none.  The
+ * module's heartbeats (one every 100 ms) are not answers: skipped.
+ */
 static int cc_recv(struct cconn *c, struct hmsg *m, int timeout_ms)
 {
+	uint64_t end = now_ms() + timeout_ms;
 	unsigned int slot;
+	int64_t left;
 
-	if (c->rx_tail == c->rx_head && cc_poll(c, timeout_ms, false) != 1)
-		return 0;
-	slot = c->rx_tail++ % NRX;
-	msg_unpack(c->rx[slot], m);
-	return 1;
+	for (;;) {
+		left = (int64_t)(end - now_ms());
+		if (c->rx_tail == c->rx_head &&
+		    cc_poll(c, left > 0 ? (int)left : 0, false) != 1)
+			return 0;
+		slot = c->rx_tail++ % NRX;
+		msg_unpack(c->rx[slot], m);
+		if (m->h.type != HEARTBEAT)
+			return 1;
+	}
 }
 
 static void cc_drain(struct cconn *c)
