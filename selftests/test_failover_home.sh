@@ -151,8 +151,9 @@ fi
 # 5. silent loss (netem loss 100%) both ways for 8 s: no port event, no
 # error until the members' retries run out (-u 18: seconds); the
 # heartbeat finds it (failover_silent_ms, off by default: 500 ms here)
-silent_ms() {
+silent_ms() {	# silent_ms MS: heartbeats and their judgement on (0: off)
 	local b
+	echo $(($1 ? 100 : 0)) > /sys/module/rdma_bond/parameters/heartbeat_ms
 	for b in rbond0 rbond1; do
 		echo "$1" > /sys/class/infiniband/$b/bond/failover_silent_ms
 	done

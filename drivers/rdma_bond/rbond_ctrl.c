@@ -21,6 +21,7 @@
 #include <rdma/ib_cm.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
 
 #include "rbond_ctrl.h"
 
@@ -28,6 +29,16 @@ static ushort ctrl_port = RBOND_CTRL_PORT;
 module_param(ctrl_port, ushort, 0444);
 MODULE_PARM_DESC(ctrl_port,
 		 "TCP-space port of the rdma_cm control channel on every rail address (default 18515)");
+
+/*
+ * Off by default: with heartbeats on, new QPs created just after a rail's
+ * 8 s outage did not negotiate over that rail in the test bed (open,
+ * Documentation/rdma_bond.rst, "Heartbeat").
+ */
+static unsigned int rbond_hb_ms;
+module_param_named(heartbeat_ms, rbond_hb_ms, uint, 0644);
+MODULE_PARM_DESC(heartbeat_ms,
+		 "Send a heartbeat on every control connection this often, in ms (0: none, the default; 100 suggested); a bond's failover_silent_ms judges them");
 
 /* Connections and listeners. */
 struct rbond_ctrl_stats rbond_ctrl_stats;
@@ -113,6 +124,7 @@ static int rbond_conn_setup(struct rbond_conn *conn, struct rdma_cm_id *id)
 	if (!conn->buf)
 		return -ENOMEM;
 	conn->dmadev = dev;
+	conn->port = id->port_num;
 	conn->dma = ib_dma_map_single(dev, conn->buf,
 				      RBOND_CTRL_NBUF * RBOND_CTRL_MSG_SIZE,
 				      DMA_BIDIRECTIONAL);
@@ -215,7 +227,7 @@ static struct rbond_conn *rbond_conn_alloc(bool active, __be32 laddr,
 	conn->raddr = raddr;
 	conn->state = RBOND_CONN_CONNECTING;
 	conn->hb_rx = jiffies;
-	conn->hb_sent = jiffies - msecs_to_jiffies(RBOND_CTRL_HB_MS);
+	conn->hb_sent = jiffies - HZ;
 	hash_init(conn->rkeys);
 	hash_init(conn->handed);
 	INIT_LIST_HEAD(&conn->invals);
@@ -426,6 +438,23 @@ void rbond_ctrl_conn_kill(struct rbond_conn *conn)
 
 /* --- messages ------------------------------------------------------------- */
 
+/*
+ * Whether the connection's port is up.  No heartbeat goes to a port that
+ * is down: it would exhaust the control QP's retries and end the
+ * connection, and its teardown sends a DREQ through the port's GSI QP,
+ * which rxe then moves to error for good - no rdma_cm connection over
+ * that port after the link returned (seen as "unreachable (-110)").  An
+ * idle connection survives an outage.  conn->lock held, state UP (the
+ * device is there).
+ */
+static bool rbond_conn_port_active(struct rbond_conn *conn)
+{
+	enum ib_port_state st;
+
+	return !ib_get_cached_port_state(conn->dmadev, conn->port, &st) &&
+	       st == IB_PORT_ACTIVE;
+}
+
 /**
  * rbond_ctrl_send() - send a control message
  * @conn: the connection
@@ -459,6 +488,10 @@ int rbond_ctrl_send(struct rbond_conn *conn, struct rbond_msg *msg, u8 type,
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->state != RBOND_CONN_UP || !conn->qp) {
 		ret = -ENOTCONN;
+		goto out_unlock;
+	}
+	if (type == RBOND_MSG_HEARTBEAT && !rbond_conn_port_active(conn)) {
+		ret = -ENETDOWN;
 		goto out_unlock;
 	}
 	slot = find_first_zero_bit(&conn->tx_busy, RBOND_CTRL_TX);
@@ -1018,17 +1051,18 @@ bool rbond_ctrl_silence(struct rbond_conn *conn, unsigned int *ms,
  * @conn: the connection
  * @queue_us: our queue's drain time on its rail, in us (struct rbond_msg)
  *
- * Due RBOND_CTRL_HB_MS after the last one, while fewer than
+ * Due heartbeat_ms after the last one (none if 0), while fewer than
  * RBOND_CTRL_HB_INFLIGHT are not acknowledged.
  * Context: any (takes conn->lock, irqsave).
  */
 void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us)
 {
+	unsigned int ms = READ_ONCE(rbond_hb_ms);
 	struct rbond_msg msg = {};
 
-	if (READ_ONCE(conn->state) != RBOND_CONN_UP ||
+	if (!ms || READ_ONCE(conn->state) != RBOND_CONN_UP ||
 	    time_before(jiffies, READ_ONCE(conn->hb_sent) +
-				 msecs_to_jiffies(RBOND_CTRL_HB_MS)))
+				 msecs_to_jiffies(ms)))
 		return;
 	msg.hb.queue_us = cpu_to_be32(queue_us);
 	rbond_ctrl_send(conn, &msg, RBOND_MSG_HEARTBEAT, RBOND_ST_OK);

@@ -22,12 +22,11 @@
 #define RBOND_CTRL_BACKLOG	8	/* rdma_listen() */
 #define RBOND_CTRL_FAIL_HOLD	(60 * HZ)
 /*
- * Heartbeats: one every RBOND_CTRL_HB_MS per connection, at most
- * RBOND_CTRL_HB_INFLIGHT not acknowledged (a rail with a long queue or
- * delay still carries one every RBOND_CTRL_HB_MS; a dead one does not
- * take every send buffer)
+ * Heartbeats: one every heartbeat_ms (module parameter, 0: none) per
+ * connection, at most RBOND_CTRL_HB_INFLIGHT not acknowledged (a rail with
+ * a long queue or delay still carries one every heartbeat_ms; a dead one
+ * does not take every send buffer)
  */
-#define RBOND_CTRL_HB_MS	100
 #define RBOND_CTRL_HB_INFLIGHT	8
 #define RBOND_CTRL_HB_MAX_QUEUE_US (2 * USEC_PER_SEC)	/* a peer's claim, at most */
 /*
@@ -67,6 +66,7 @@ struct rbond_conn {
 	struct ib_cq *cq;
 	struct ib_qp *qp;
 	struct ib_device *dmadev;
+	u32 port;			/* of dmadev, the connection's */
 	void *buf;
 	u64 dma;
 	struct rbond_cbuf cbufs[RBOND_CTRL_NBUF];

@@ -558,7 +558,7 @@ static unsigned long rbond_fo_idle(struct rbond_qp *qp, unsigned int r,
 
 /*
  * The heartbeat.  Every control connection carries one message each
- * RBOND_CTRL_HB_MS both ways (rbond_ctrl_heartbeat()); a rail whose peer
+ * heartbeat_ms both ways (rbond_ctrl_heartbeat()); a rail whose peer
  * has sent nothing on any connection between the two addresses for the
  * bond's failover_silent_ms - plus the drain time of our queue on the rail
  * (a READ's response waits behind it) and of the peer's as its last

@@ -30,7 +30,7 @@ enum rbond_msg_type {
 	RBOND_MSG_FENCE,	/* a rail failed: stop your member QP on it */
 	RBOND_MSG_FENCE_ACK,	/* it is stopped */
 	/*
-	 * Every RBOND_CTRL_HB_MS on every connection (not a version change:
+	 * Every heartbeat_ms on every connection (not a version change:
 	 * a peer that does not know it counts it bad and sends none, and a
 	 * connection we never had one on is not watched)
 	 */
