@@ -78,6 +78,27 @@ test_add_rail() {
 	log_test $rc "add rail a1: two rails, speed = sum of rails"
 }
 
+# log_ms_bounds FILE: a time tunable takes 0 and 3600000, refuses
+# 3600001, 4294967295 (ERANGE) and -1 (EINVAL) without a change; put back
+log_ms_bounds() {
+	local f=$1 v0 v err rc=0
+	v0=$(cat "$f")
+	for v in 0 3600000; do
+		echo "$v" > "$f" && [ "$(cat "$f")" = "$v" ] ||
+			{ log "$f: $v not taken"; rc=1; }
+	done
+	for v in 3600001 4294967295 -1; do
+		err=$( (echo "$v" > "$f") 2>&1)
+		case "$v:$err" in
+		-1:*"Invalid argument"*|*:*"out of range"*) ;;
+		*) log "$f: $v: '${err:-taken}'"; rc=1 ;;
+		esac
+		[ "$(cat "$f")" = 3600000 ] || { log "$f: $v changed it to $(cat "$f")"; rc=1; }
+	done
+	echo "$v0" > "$f"
+	return $rc
+}
+
 test_port_and_sysfs() {
 	local rc=0 g0 gb
 	grep -q ACTIVE $SYS/rbond0/ports/1/state || rc=1
@@ -104,6 +125,10 @@ test_port_and_sysfs() {
 	done
 	[ "$(cat $SYS/rbond0/bond/rail_window)" = 2097152 ] || rc=1
 	[ "$(cat $SYS/rbond0/bond/stripe_threshold)" = 131072 ] || rc=1
+	# times: 0 (never) to an hour; beyond, ERANGE and the value stays
+	for t in failover_stall_ms failover_silent_ms; do
+		log_ms_bounds "$SYS/rbond0/bond/$t" || rc=1
+	done
 	# a stable node GUID derived from the primary's
 	[ "$(cat $SYS/rbond0/node_guid)" != "$(cat $SYS/rxe_a0/node_guid)" ] || rc=1
 	rdma statistic show link rbond0/1 | grep -q rail1_tx_wqes || rc=1
@@ -190,6 +215,8 @@ test_module_params() {
 		{ echo "modprobe said: $out"; rc=1; }
 	modprobe rdma_bond stripe_threshold=12abc 2>/dev/null && rc=1
 	[ -e /sys/module/rdma_bond ] && rmmod rdma_bond
+	modprobe rdma_bond failover_silent_ms=3600001 2>/dev/null && rc=1
+	[ -e /sys/module/rdma_bond ] && { echo "loaded with failover_silent_ms=3600001"; rmmod rdma_bond; rc=1; }
 	check_ok modprobe rdma_bond policy=round-robin ordering=strict \
 		stripe_threshold=0x20000 rail_window=0 || rc=1
 	[ "$(cat $P/policy)" = round-robin ] || { cat $P/policy; rc=1; }

@@ -19,8 +19,12 @@ struct rbond_option {
 	/* the i-th name of a choice, or NULL: an unsigned number */
 	const char *(*choice)(unsigned int i);
 	unsigned int nr_choices;
+	u32 max;			/* a number's largest (0: U32_MAX) */
 	u32 def;			/* for bonds created from now on */
 };
+
+/* a time in ms: an hour at most (more would mean never; 0 says that) */
+#define RBOND_OPT_MS_MAX	(3600U * MSEC_PER_SEC)
 
 static struct rbond_option rbond_options[RBOND_NR_OPTS] = {
 	[RBOND_OPT_POLICY] = {
@@ -50,11 +54,13 @@ static struct rbond_option rbond_options[RBOND_NR_OPTS] = {
 	[RBOND_OPT_STALL_MS] = {
 		.name = "failover_stall_ms",
 		.off = offsetof(struct rbond_dev, stall_ms),
+		.max = RBOND_OPT_MS_MAX,
 		.def = 300,
 	},
 	[RBOND_OPT_SILENT_MS] = {
 		.name = "failover_silent_ms",
 		.off = offsetof(struct rbond_dev, silent_ms),
+		.max = RBOND_OPT_MS_MAX,
 		.def = 0,	/* off until measured across the suite */
 	},
 };
@@ -63,9 +69,14 @@ static int rbond_opt_parse(const struct rbond_option *o, const char *buf,
 			   u32 *v)
 {
 	unsigned int i;
+	int ret;
 
-	if (!o->choice)
-		return kstrtou32(buf, 0, v);
+	if (!o->choice) {
+		ret = kstrtou32(buf, 0, v);
+		if (!ret && o->max && *v > o->max)
+			ret = -ERANGE;
+		return ret;
+	}
 	for (i = 0; i < o->nr_choices; i++) {
 		if (sysfs_streq(buf, o->choice(i))) {
 			*v = i;
