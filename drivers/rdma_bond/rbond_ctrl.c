@@ -1025,6 +1025,18 @@ void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it)
 }
 
 /**
+ * rbond_ctrl_hb_on() - whether heartbeats are sent (heartbeat_ms not 0)
+ *
+ * Off, no connection is judged either: a peer is found silent only
+ * while both ends send them.
+ * Context: any.
+ */
+bool rbond_ctrl_hb_on(void)
+{
+	return READ_ONCE(rbond_hb_ms);
+}
+
+/**
  * rbond_ctrl_silence() - how long a connection's peer has been silent
  * @conn: the connection
  * @ms: set to the time since the peer's last message, in ms

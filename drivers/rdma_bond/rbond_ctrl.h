@@ -149,6 +149,7 @@ struct rbond_conn_iter {
 };
 
 void rbond_ctrl_walk_conns(const struct rbond_conn_iter *it);
+bool rbond_ctrl_hb_on(void);
 bool rbond_ctrl_silence(struct rbond_conn *conn, unsigned int *ms,
 			u32 *queue_us);
 void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us);

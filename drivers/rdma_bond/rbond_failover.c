@@ -742,6 +742,20 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 	}
 }
 
+/* Heartbeats off: no silence stands (bond/rails shows none). */
+static void rbond_hb_off(struct rbond_dev *bond)
+{
+	unsigned int r;
+
+	for (r = 0; r < RBOND_MAX_RAILS; r++)
+		if (READ_ONCE(bond->rails[r].silent_peer))
+			WRITE_ONCE(bond->rails[r].silent_peer, 0);
+}
+
+/*
+ * One QP's rails: the stall watchdog, then the heartbeat's (@arg, or
+ * NULL when heartbeats are off).
+ */
 static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 {
 	struct rbond_qp *qp = mq->qp;
@@ -764,23 +778,31 @@ static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -
 			   jiffies_to_nsecs(idle));
 	}
-	rbond_fo_hb_one(mq, arg);
+	if (arg)
+		rbond_fo_hb_one(mq, arg);
+	else
+		rbond_hb_off(mq->bond);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 }
 
 static void rbond_fo_watch(struct work_struct *work)
 {
-	struct rbond_hb_walk *w = &rbond_hb;
+	bool hb = rbond_ctrl_hb_on();
+	struct rbond_hb_walk *w = hb ? &rbond_hb : NULL;
 	struct rbond_conn_iter it = { .fn = rbond_hb_collect, .arg = w };
 
-	w->nlinks = 0;
-	w->nmine = 0;
-	rbond_ctrl_walk_conns(&it);
+	if (hb) {
+		w->nlinks = 0;
+		w->nmine = 0;
+		rbond_ctrl_walk_conns(&it);
+	}
 	mutex_lock(&rbond_mq_mutex);
 	rbond_mq_for_each(NULL, rbond_fo_watch_one, w);
 	mutex_unlock(&rbond_mq_mutex);
-	it.fn = rbond_hb_send;
-	rbond_ctrl_walk_conns(&it);
+	if (hb) {
+		it.fn = rbond_hb_send;
+		rbond_ctrl_walk_conns(&it);
+	}
 	queue_delayed_work(rbond_wq, &rbond_fo_watch_work,
 			   msecs_to_jiffies(RBOND_FO_WATCH_MS));
 }
