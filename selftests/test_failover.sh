@@ -49,19 +49,11 @@ readd_rail1() {
 # fo_case LABEL BREAK REPAIR: rbond_verify with rail 1 broken by BREAK
 # once it carries data, repaired by REPAIR after FO_HOLD seconds
 fo_case() {
-	local label=$1 brk=$2 fix=$3 f0 r0 p0 pf0 a0 a1= b0 vpid rc spid src us= vok
+	local label=$1 brk=$2 fix=$3 f0 r0 p0 pf0 a0 a1= b0 rc src us= vok
 	f0=$(mrail_stat failovers); r0=$(mrail_stat failover_replayed)
 	p0=$(mrail_stat rejoin_probes); pf0=$(mrail_stat rejoin_probe_fails)
 	a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
-	rm -f /tmp/fo_v
-	prov_cs rbond1 rbond0 /tmp/fo_v "$PROGS/rbond_verify" \
-		-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
-	vpid=$!
-	PROV_PORT=$((PROV_PORT + 5))
-	prov_cs rbond1 rbond0 /tmp/fo_s "$PROGS/rbond_stream" \
-		-u "$RBOND_QP_TIMEOUT" -R -s 1048576 -w 1 -t "$((${FO_HOLD:-8} + 6))" &
-	spid=$!
-	prov_wait_out /tmp/fo_v '^ok .*QP connected' || log "$label: rbond_verify did not connect"
+	prov_fo_start /tmp/fo "$((${FO_HOLD:-8} + 6))"
 	if wait_striping; then
 		eval "$brk"
 		log "$label: rail 1 broken ($brk)"
@@ -74,8 +66,8 @@ fo_case() {
 	else
 		log "$label: rail 1 never carried data"
 	fi
-	wait $vpid; rc=$?
-	wait $spid; src=$?
+	wait $VPID; rc=$?
+	wait $SPID; src=$?
 	[ -n "$a1" ] || a1=$(rdma_hw_stat rbond0 rail1_failovers)
 	log "$label: failovers $(($(mrail_stat failovers) - f0)), replayed WQEs $(($(mrail_stat failover_replayed) - r0)), rbond0 rail1_failovers $((a1 - a0)), rbond1 $(($(rdma_hw_stat rbond1 rail1_failovers) - b0)), rejoin probes $(($(mrail_stat rejoin_probes) - p0)) ($(($(mrail_stat rejoin_probe_fails) - pf0)) failed), last failure to replay: ${us:-?}"
 	[ $rc = 0 ]

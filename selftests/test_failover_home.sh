@@ -60,18 +60,10 @@ restore_rail0() {
 # corrupted, the counter exact, both bonds moved both QPs' home; the time
 # from BREAK to the first home move (kernel log, same clock) is printed
 home_case() {
-	local n=$1 label=$2 brk=$3 fix=$4 h0 r0 m vpid spid rc src t0 t1
+	local n=$1 label=$2 brk=$3 fix=$4 h0 r0 m rc src t0 t1
 	case_on "$n" || return 0
 	h0=$(home_moves); r0=$(mrail_stat failover_replayed); m=$(dmesg_mark)
-	rm -f /tmp/fh_v
-	prov_cs rbond1 rbond0 /tmp/fh_v "$PROGS/rbond_verify" \
-		-u "$RBOND_QP_TIMEOUT" -R -n "$N" -s 1048576 -T 120 &
-	vpid=$!
-	PROV_PORT=$((PROV_PORT + 5))
-	prov_cs rbond1 rbond0 /tmp/fh_s "$PROGS/rbond_stream" \
-		-u "$RBOND_QP_TIMEOUT" -R -s 1048576 -w 1 -t 16 &
-	spid=$!
-	prov_wait_out /tmp/fh_v '^ok .*QP connected' || log "rbond_verify did not connect"
+	prov_fo_start /tmp/fh 16
 	wait_striping || log "rail 1 never carried data"
 	sleep 1
 	t0=$(cut -d' ' -f1 /proc/uptime)
@@ -79,8 +71,8 @@ home_case() {
 	log "$label: rail 0 (home) broken at $(date +%T) ($brk)"
 	sleep 8
 	eval "$fix"
-	wait $vpid; rc=$?
-	wait $spid; src=$?
+	wait $VPID; rc=$?
+	wait $SPID; src=$?
 	log "$label: home moves $(($(home_moves) - h0)), replayed WQEs $(($(mrail_stat failover_replayed) - r0))"
 	dmesg | tail -n +$((m + 1)) | grep -E 'home rail|rail 0|heartbeat' | head -n 8 | sed 's/^/# /'
 	t1=$(dmesg | tail -n +$((m + 1)) | grep -m1 'home moved' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')

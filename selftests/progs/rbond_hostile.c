@@ -79,6 +79,10 @@ union hbody {
 		uint8_t rail, peer_rail, reason, rsvd;
 		uint32_t qpn, peer_qpn;
 	} fence;
+	struct {
+		uint32_t queue_us;
+		uint8_t rsvd[4];
+	} hb;
 };
 
 /* versions 2 and 3 (3: a rail entry's first reserved byte is the member
@@ -118,6 +122,8 @@ static size_t msg_pack(const struct hmsg *m, uint8_t *out)
 	} else if (m->h.type == FENCE || m->h.type == FENCE_ACK) {
 		w.b.fence.qpn = htonl(m->b.fence.qpn);
 		w.b.fence.peer_qpn = htonl(m->b.fence.peer_qpn);
+	} else if (m->h.type == HEARTBEAT) {
+		w.b.hb.queue_us = htonl(m->b.hb.queue_us);
 	} else {
 		w.b.key.rkey = htonl(m->b.key.rkey);
 		w.b.key.access = htonl(m->b.key.access);
@@ -645,7 +651,7 @@ static void fence_msg(struct hmsg *m, uint32_t src, uint32_t dst)
 static int do_forge(void)
 {
 	unsigned int qa = 0, qb = 0, rkey = 0, rkey2 = 0, nspray = 0;
-	struct hmsg m, fake, ff;
+	struct hmsg m, fake, ff, hb;
 	uint8_t raw[SLOT];
 	struct cconn c;
 	const char *why;
@@ -702,9 +708,17 @@ static int do_forge(void)
 	 * over.
 	 */
 	fence_msg(&ff, qb, qa);
+	/*
+	 * HEARTBEAT claiming the longest queue there is: all it may do is
+	 * delay the judgement of silence on this connection's own rail
+	 * (the claim is capped), never touch the victim QP.
+	 */
+	msg_init(&hb, HEARTBEAT, qb, qa);
+	hb.b.hb.queue_us = 0xffffffff;
 	file_put(opt.dir, "go", "1\n");
 	while (!file_exists(opt.dir, "traffic_done") && nspray < 20000) {
-		if (cc_send(&c, &fake) || cc_send(&c, &ff))
+		if (cc_send(&c, &fake) || cc_send(&c, &ff) ||
+		    cc_send(&c, &hb))
 			break;
 		nspray++;
 		for (i = 0; i < 8; i++)
@@ -713,7 +727,7 @@ static int do_forge(void)
 		cc_drain(&c);
 		usleep(5000);
 	}
-	tap_ok(nspray > 0, "%u forged QP_RSPs and FENCEs for the victim QP sent while it negotiated and ran",
+	tap_ok(nspray > 0, "%u forged QP_RSPs, FENCEs and HEARTBEATs for the victim QP sent while it negotiated and ran",
 	       nspray);
 	cc_drain(&c);
 
@@ -748,6 +762,14 @@ static int do_forge(void)
 	msg_init(&m, INVAL_ACK, qb, qa);
 	len = msg_pack(&m, raw);
 	expect_silence(&c, raw, len, "unsolicited INVAL_ACK");
+	msg_init(&m, HEARTBEAT, qb, qa);
+	m.b.hb.queue_us = 0xffffffff;
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len, "HEARTBEAT claiming a 4295 s queue");
+	expect_silence(&c, raw, len - 1, "HEARTBEAT one byte short");
+	m.h.version = ver + 1;
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len, "HEARTBEAT of the next protocol version");
 	fence_msg(&m, qb, qa);
 	len = msg_pack(&m, raw);
 	expect_silence(&c, raw, len,
