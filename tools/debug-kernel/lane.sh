@@ -29,6 +29,8 @@
 # stock-kernel suites still fit CI's budget): the lane trims itself to end
 # by then -- the fuzz budget shrinks (down to one seed), and the suite subset
 # runs only if its measured cost (RBOND_LANE_SUITE_EST, 1300 s) still fits;
+# RBOND_LANE_ENV="VAR=VAL ..." passes variables to the suite's guest (e.g.
+# FH_CASES=1,5 for test_failover_home.sh);
 # what does not fit is reported as skipped.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -223,7 +225,9 @@ if [ $suite = 1 ]; then
 	# never past the lane's deadline
 	to=${RBOND_LANE_TIMEOUT:-1800}
 	[ "$(left)" -lt "$to" ] && to=$(left)
-	vmrun --timeout "$to" --env RBOND_INJECT=none --env MR_BW=0 \
+	envs=()
+	for e in ${RBOND_LANE_ENV:-}; do envs+=(--env "$e"); done
+	vmrun --timeout "$to" --env RBOND_INJECT=none --env MR_BW=0 "${envs[@]}" \
 		-- selftests/run.sh -t loop "${tests[@]}" 2>&1 | tee "$out"
 	echo "# debug suite took $(( $(date +%s) - s0 )) s"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n1)
