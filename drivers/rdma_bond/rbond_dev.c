@@ -9,6 +9,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rbond.h"
+#include "rbond_ctrl.h"
 #include "rbond_mrail.h"
 
 /* --- device attributes ---------------------------------------------------- */
@@ -623,7 +624,8 @@ static ssize_t rbond_rail_line(struct rbond_rail *rail, unsigned int i,
 			       char *buf, ssize_t len)
 {
 	u8 why = READ_ONCE(rail->down_reason);
-	__be32 silent = READ_ONCE(rail->silent_peer);
+	/* a silence noted before heartbeats were turned off stands no more */
+	__be32 silent = rbond_ctrl_hb_on() ? READ_ONCE(rail->silent_peer) : 0;
 
 	len += sysfs_emit_at(buf, len, "%u %s %s %s", i,
 			     dev_name(&rail->ibdev->dev),

@@ -742,16 +742,6 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 	}
 }
 
-/* Heartbeats off: no silence stands (bond/rails shows none). */
-static void rbond_hb_off(struct rbond_dev *bond)
-{
-	unsigned int r;
-
-	for (r = 0; r < RBOND_MAX_RAILS; r++)
-		if (READ_ONCE(bond->rails[r].silent_peer))
-			WRITE_ONCE(bond->rails[r].silent_peer, 0);
-}
-
 /*
  * One QP's rails: the stall watchdog, then the heartbeat's (@arg, or
  * NULL when heartbeats are off).
@@ -780,8 +770,6 @@ static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 	}
 	if (arg)
 		rbond_fo_hb_one(mq, arg);
-	else
-		rbond_hb_off(mq->bond);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 }
 
