@@ -131,7 +131,12 @@ home_case() {
 	pair_put "ph$n.hm.$me" "$mine"
 	peer=$(pair_get "ph$n.hm.$(pair_peer)" 60)
 	log "$label: home moves here $mine (fault to replay ${us:-?}), on the peer ${peer:-?}"
-	[ "$mine" -ge 1 ]
+	if [ "$mine" -lt 1 ]; then
+		# why not: the port event, the refusal (dyndbg below), the FENCE
+		dmesg | tail -n +$((m + 1)) | grep -E 'rbond0|rxe_'"$me"'0' |
+			head -n 20 | sed 's/^/# why no move: /'
+		false
+	fi
 	log_test $? "$label: host $me moved the QP's home to rail 1"
 	pair_sync "ph$n.done" 120
 	_wait_gid rxe_${me}0
@@ -139,8 +144,13 @@ home_case() {
 
 CASES=" $(echo "${PF_CASES:-1 2 3 4 5}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
-[ -n "${PF_DEBUG:-}" ] &&
-	echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control
+DDC=/sys/kernel/debug/dynamic_debug/control
+if [ -n "${PF_DEBUG:-}" ]; then
+	echo 'module rdma_bond +p' > $DDC
+elif [ -w $DDC ]; then
+	# a refused home move says why at debug level only: shown on failure
+	echo 'module rdma_bond format "cannot move" +p' > $DDC
+fi
 case_on 1 && fo_case 1 a "a1 down on host a only"
 case_on 2 && fo_case 2 b "b1 down on host b only"
 case_on 3 && home_case 3 a 8 "a0 (home) down for 8 s on host a only"
