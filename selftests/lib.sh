@@ -341,6 +341,33 @@ rdma_hw_stat() {
 	rdma statistic show link "$1/1" 2>/dev/null | tr ' ' '\n' |
 		awk -v k="$2" 'p { print; exit } $0 == k { p = 1 }'
 }
+# qp_mrail DEV: DEV's QPs as "lqpn N home_rail R multirail S negotiation
+# S rails_up 0xM rails_failed 0xM ", one line each (-dd driver attributes)
+qp_mrail() {
+	local l
+	rdma res show qp link "$1/1" -dd 2>&1 | while read -r l; do
+		grep -oE '^[a-z].*(rror|not supported).*|lqpn [0-9]+|drv_home_rail [0-9]+|drv_(multirail|negotiation) [a-z_-]+|drv_rails_(up|failed) 0x[0-9a-f]+' <<< "$l" |
+			sed 's/^drv_//' | tr '\n' ' '
+		echo
+	done
+}
+# wait_qp_rails DEV MASK SECS: until a QP of DEV has rails_up MASK
+wait_qp_rails() {
+	local i
+	for i in $(seq $(($3 * 10))); do
+		qp_mrail "$1" | grep -q "rails_up $2 " && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# rxe_retry_stats DEV: a Soft-RoCE device's loss and retry counters
+rxe_retry_stats() {
+	local k out=
+	for k in completer_retry_err rcvd_seq_err duplicate_request out_of_seq_request rcvd_rnr_err; do
+		out+="$k $(rdma_hw_stat "$1" $k) "
+	done
+	echo "${out% }"
+}
 rail_tx_bytes() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
 rail_rx_bytes() { cat "/sys/class/net/$1/statistics/rx_bytes"; }
 # wait_striping: up to 20 s for rail 1 (a1 + b1, loop topology) to carry

@@ -15,10 +15,15 @@
 #   2. host b's rail 1 (b1) down for 8 s: b fails over on its port event
 #      and fences a's member (a's WRITEs on rail 1 no longer reach b);
 #      when b1 comes back, b rejoins and a follows;
-#   3-5. the home rail (rail 0) down on host a for 8 s, on host b for 8 s,
-#      and on host a for good: the breaking host moves the QP's home to
-#      rail 1 on its port event, the other on its FENCE (RBOND_FENCE_HOME);
-#      SENDs, FETCH_ADDs and receives keep working, exactly once.
+#   3-6. the home rail (rail 0) down on host a for 8 s, on host b for 8 s,
+#      and for good on host a and on host b: the breaking host moves the
+#      QP's home to rail 1 on its port event, the other on its FENCE
+#      (RBOND_FENCE_HOME); SENDs, FETCH_ADDs and receives keep working,
+#      exactly once.  In 6, host b (the server) deregisters its MRs with
+#      the port down: their INVALs go to the control connection over the
+#      dead port, whose end must not take rdma_cm on that port with it;
+#   7. both rails down on host b (rail 1, then the home; rail 1 back
+#      first): once both are back, a new QP stripes and streams intact.
 #
 #   guest a: rbond0 = [rxe_a0 on a0 10.0.1.1, rxe_a1 on a1 10.0.2.1]
 #                 ||  qemu socket link per rail (127.0.0.1)  ||
@@ -109,10 +114,18 @@ fo_case() {
 # other host learns of it from the FENCE (RBOND_FENCE_HOME) only.  Both
 # move the QP's home to rail 1; nothing lost, duplicated or corrupted.
 home_case() {
-	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer out us m
+	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer out us m s0
 	h0=$(mrail_stat home_moves)
 	m=$(dmesg_mark)
+	s0=$(rxe_retry_stats "rxe_${me}1")
 	stream_start "ph$n" 24 1
+	# the home needs a rail to move to: rail 1 in use on both hosts (a
+	# failover from it, or its rejoin, under way leaves the QP none)
+	wait_qp_rails rbond0 0x3 10 ||
+		log "$label: rail 1 not in use before the fault: $(qp_mrail rbond0 | grep multirail)"
+	pair_sync "ph$n.r1" 30
+	# the QP 3 s into the fault (shown if the home did not move)
+	{ sleep 3; qp_mrail rbond0 | grep multirail > "/tmp/ph$n.qps"; } &
 	if [ "$me" = "$brk" ]; then
 		rail_down "${me}0"
 		log "$label: ${me}0 (home) down at $(date +%T.%N | cut -c1-12)"
@@ -131,10 +144,16 @@ home_case() {
 	pair_put "ph$n.hm.$me" "$mine"
 	peer=$(pair_get "ph$n.hm.$(pair_peer)" 60)
 	log "$label: home moves here $mine (fault to replay ${us:-?}), on the peer ${peer:-?}"
+	log "$label: rxe_${me}1 before: $s0"
+	log "$label: rxe_${me}1 after:  $(rxe_retry_stats "rxe_${me}1")"
 	if [ "$mine" -lt 1 ]; then
 		# why not: the port event, the refusal (dyndbg below), the FENCE
-		dmesg | tail -n +$((m + 1)) | grep -E 'rbond0|rxe_'"$me"'0' |
-			head -n 20 | sed 's/^/# why no move: /'
+		# (each message once: a refusal repeats every watchdog pass)
+		{ dmesg | tail -n +$((m + 1)) | grep -E 'rbond0|rxe_'"$me"'0' |
+			awk '{ k = $0; sub(/^\[[^]]*\] /, "", k) } !seen[k]++' |
+			head -n 20
+		  sed 's/^/3 s into the fault: /' "/tmp/ph$n.qps"
+		} | sed 's/^/# why no move: /'
 		false
 	fi
 	log_test $? "$label: host $me moved the QP's home to rail 1"
@@ -142,7 +161,41 @@ home_case() {
 	_wait_gid rxe_${me}0
 }
 
-CASES=" $(echo "${PF_CASES:-1 2 3 4 5}" | tr , " ") "
+# double_case N: host b loses rail 1, then rail 0 (home) while rail 1 is
+# still down: the QP has no rail to move its home to (it waits, as a
+# native RC QP would, or fails).  Rail 1 comes back 5 s before the home
+# does: the QP's rejoin of rail 1 speaks over the control connection,
+# which runs over the home rail - down on this host.  Once both rails are
+# back, a new QP between the same hosts stripes over both rails again and
+# streams intact: nothing of the failure (a control connection torn down
+# while its port was down) is left in the way.
+double_case() {
+	local n=$1 label=$2 rc pid out
+	stream_start "pd$n" 20 0
+	if [ "$me" = b ]; then
+		rail_down b1; sleep 2; rail_down b0; sleep 3
+		# rail 1 back first: its rejoin talks over the control
+		# connection, which runs over the home rail, still down
+		rail_up b1; sleep 5; rail_up b0
+		log "$label: b1 up again, then b0 at $(date +%T)"
+	fi
+	pair_sync "pd$n.back" 60
+	# the first QP's end does not matter here, only that it ends
+	sleep 5; kill "$pid" 2>/dev/null; wait "$pid"
+	_wait_gid "rxe_${me}0"; _wait_gid "rxe_${me}1"
+	pair_sync "pd$n.gone" 60
+	stream_start "pd1$n" 12 0
+	wait_qp_rails rbond0 0x3 10
+	log_test $? "$label: a new QP stripes over both rails afterwards ($(qp_mrail rbond0 | grep multirail))"
+	wait "$pid"; rc=$?
+	[ "$me" = a ] && out=/tmp/pd1$n.cli || out=/tmp/pd1$n.srv
+	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
+	[ $rc = 0 ]
+	log_test $? "$label: the new QP's rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
+	pair_sync "pd$n.done" 120
+}
+
+CASES=" $(echo "${PF_CASES:-1 2 3 4 5 6 7}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
 DDC=/sys/kernel/debug/dynamic_debug/control
 if [ -n "${PF_DEBUG:-}" ]; then
@@ -156,6 +209,8 @@ case_on 2 && fo_case 2 b "b1 down on host b only"
 case_on 3 && home_case 3 a 8 "a0 (home) down for 8 s on host a only"
 case_on 4 && home_case 4 b 8 "b0 (home) down for 8 s on host b only"
 case_on 5 && home_case 5 a good "a0 (home) down for good on host a only"
+case_on 6 && home_case 6 b good "b0 (home) down for good on host b only"
+case_on 7 && double_case 7 "b1, then b0 (home) down on host b"
 pair_sync done 600
 dmesg | grep -E 'rbond0: (rail 1|QP .*rail 1)' | sed 's/^/# /'
 exit $ret
