@@ -231,7 +231,7 @@ static struct rbond_conn *rbond_conn_alloc(bool active, __be32 laddr,
 	hash_init(conn->rkeys);
 	hash_init(conn->handed);
 	INIT_LIST_HEAD(&conn->invals);
-	INIT_WORK(&conn->down_work, rbond_conn_down_work);
+	INIT_DELAYED_WORK(&conn->down_work, rbond_conn_down_work);
 	INIT_WORK(&conn->rkey_work, rbond_ctrl_ops->rkey_work);
 	return conn;
 }
@@ -268,18 +268,33 @@ static void rbond_conn_teardown(struct rbond_conn *conn)
 static void rbond_conn_queue_down(struct rbond_conn *conn)
 {
 	rbond_conn_get(conn);
-	if (!queue_work(rbond_wq, &conn->down_work))
+	if (!queue_delayed_work(rbond_wq, &conn->down_work, 0))
 		rbond_conn_put(conn);
+}
+
+/* Whether the connection gave its cm_id back (torn down). */
+static bool rbond_conn_torn_down(struct rbond_conn *conn)
+{
+	unsigned long flags;
+	bool gone;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	gone = !conn->id;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return gone;
 }
 
 /*
  * A connection stays listed while it still has keys of ours handed out
  * (nr_handed): dereg_mr must find it, see that it cannot send INVAL and
- * force its QPs towards that peer to error (rbond_mrail_mr_dereg()).
+ * force its QPs towards that peer to error (rbond_mrail_mr_dereg()); and
+ * until it is torn down, which may wait for its port (rbond_conn_down_work())
+ * - rbond_ctrl_exit() finds what is listed.
  */
 static bool rbond_conn_reapable(struct rbond_conn *conn)
 {
-	return conn->state == RBOND_CONN_DEAD && !READ_ONCE(conn->nr_handed);
+	return conn->state == RBOND_CONN_DEAD && !READ_ONCE(conn->nr_handed) &&
+	       rbond_conn_torn_down(conn);
 }
 
 /* Tear down and unlist unless still needed; the caller holds a ref. */
@@ -299,11 +314,46 @@ static void rbond_conn_down(struct rbond_conn *conn)
 	rbond_conn_put(unlisted);	/* the list's reference */
 }
 
+/*
+ * Whether the teardown waits: the cm_id of a connection that was
+ * established (or was being) sends a DREQ (or REJ) through its port's GSI
+ * QP when destroyed, and with the port down rxe finds no route for it and
+ * moves that QP to error for good - no rdma_cm connection over the port
+ * after it came back, for any QP of ours or anyone's.  A connection whose
+ * port is down is therefore kept, dead (nothing is sent on it), until the
+ * port is up again; device removal and module unload do not wait.
+ */
+static bool rbond_conn_down_later(struct rbond_conn *conn)
+{
+	enum ib_port_state st = IB_PORT_ACTIVE;
+	unsigned long flags;
+
+	if (READ_ONCE(rbond_ctrl_stopping))
+		return false;
+	spin_lock_irqsave(&conn->lock, flags);
+	/* an id with a QP: rbond_conn_setup() ran, dmadev and port are set */
+	if (conn->id && conn->qp &&
+	    ib_get_cached_port_state(conn->dmadev, conn->port, &st))
+		st = IB_PORT_ACTIVE;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return st != IB_PORT_ACTIVE;
+}
+
 static void rbond_conn_down_work(struct work_struct *work)
 {
-	struct rbond_conn *conn = container_of(work, struct rbond_conn,
-					       down_work);
+	struct rbond_conn *conn = container_of(to_delayed_work(work),
+					       struct rbond_conn, down_work);
 
+	if (rbond_conn_down_later(conn)) {
+		/* what waits on the connection learns it is down now */
+		if (!conn->down_waits)
+			rbond_ctrl_ops->conn_down(conn);
+		conn->down_waits = true;
+		/* the queued work's reference goes on with it */
+		queue_delayed_work(rbond_wq, &conn->down_work,
+				   msecs_to_jiffies(RBOND_CTRL_DOWN_POLL_MS));
+		return;
+	}
 	rbond_conn_down(conn);
 	rbond_conn_put(conn);		/* the queued work's */
 }
@@ -365,6 +415,7 @@ static void rbond_ctrl_reap(struct list_head *gone)
 	list_for_each_entry_safe(conn, tmp, &rbond_conns, list) {
 		if (rbond_conn_reapable(conn) ||
 		    (conn->state == RBOND_CONN_FAILED &&
+		     rbond_conn_torn_down(conn) &&
 		     time_after(jiffies, conn->fail_time +
 					 RBOND_CTRL_FAIL_HOLD)))
 			list_move_tail(&conn->list, gone);
@@ -950,7 +1001,10 @@ static struct rbond_conn *__rbond_ctrl_connect(__be32 laddr, __be32 raddr,
 				conn = NULL;
 				goto out_unlock;
 			}
-			old = conn;	/* hold time over: probe again */
+			/* hold time over: probe again; unlisted once torn down */
+			if (!rbond_conn_torn_down(conn))
+				continue;
+			old = conn;
 			break;
 		}
 		if (conn->state == RBOND_CONN_DEAD)
@@ -1130,7 +1184,7 @@ void rbond_ctrl_exit(void)
 	}
 	list_for_each_entry_safe(conn, tmp, &conns, list) {
 		list_del_init(&conn->list);
-		if (cancel_work_sync(&conn->down_work))
+		if (cancel_delayed_work_sync(&conn->down_work))
 			rbond_conn_put(conn);	/* the queued work's */
 		rbond_conn_teardown(conn);
 		rbond_conn_put(conn);

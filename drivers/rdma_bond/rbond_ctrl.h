@@ -21,6 +21,8 @@
 #define RBOND_CTRL_RETRY	7	/* RC retry and RNR retry counts */
 #define RBOND_CTRL_BACKLOG	8	/* rdma_listen() */
 #define RBOND_CTRL_FAIL_HOLD	(60 * HZ)
+/* a connection's teardown waits for its port to be up: checked this often */
+#define RBOND_CTRL_DOWN_POLL_MS	250
 /*
  * Heartbeats: one every heartbeat_ms (module parameter, 0: none) per
  * connection, at most RBOND_CTRL_HB_INFLIGHT not acknowledged (a rail with
@@ -99,7 +101,8 @@ struct rbond_conn {
 	bool hb_seen;
 	u32 hb_queue_us;
 
-	struct work_struct down_work;
+	struct delayed_work down_work;	/* rbond_conn_down_work() */
+	bool down_waits;		/* the work's: it waits for the port */
 	struct work_struct rkey_work;
 };
 
@@ -109,7 +112,8 @@ struct rbond_conn {
  *	connection's CQ (IB_POLL_WORKQUEUE: process context); a type
  *	without one is counted bad
  * @conn_up: an active connection is established (cm handler)
- * @conn_down: a connection was torn down (process context)
+ * @conn_down: a connection was torn down, or is dead and waits for its
+ *	port to be torn down (process context)
  * @conn_release: its last reference goes (process context): drop the
  *	tables below
  * @rkey_work: the function of the connection's rkey_work
