@@ -119,10 +119,13 @@ home_case() {
 	m=$(dmesg_mark)
 	s0=$(rxe_retry_stats "rxe_${me}1")
 	stream_start "ph$n" 24 1
-	# the home needs a rail to move to: rail 1 in use on both hosts (a
-	# failover from it, or its rejoin, under way leaves the QP none)
-	wait_qp_rails rbond0 0x3 10 ||
+	# the home needs a rail to move to: rail 1 in use (a failover from
+	# it, or its rejoin, under way leaves the QP none; either host's
+	# failover fences the other's member, so host a's QP shows both -
+	# host b's, the server's, is at times missing from rdma res, open)
+	if [ "$me" = a ] && ! wait_qp_rails rbond0 0x3 10; then
 		log "$label: rail 1 not in use before the fault: $(qp_mrail rbond0 | grep multirail)"
+	fi
 	pair_sync "ph$n.r1" 30
 	# the QP 3 s into the fault (shown if the home did not move)
 	{ sleep 3; qp_mrail rbond0 | grep multirail > "/tmp/ph$n.qps"; } &
@@ -170,7 +173,7 @@ home_case() {
 # streams intact: nothing of the failure (a control connection torn down
 # while its port was down) is left in the way.
 double_case() {
-	local n=$1 label=$2 rc pid out
+	local n=$1 label=$2 rc pid out b0 b1 qps=
 	stream_start "pd$n" 20 0
 	if [ "$me" = b ]; then
 		rail_down b1; sleep 2; rail_down b0; sleep 3
@@ -184,10 +187,13 @@ double_case() {
 	sleep 5; kill "$pid" 2>/dev/null; wait "$pid"
 	_wait_gid "rxe_${me}0"; _wait_gid "rxe_${me}1"
 	pair_sync "pd$n.gone" 60
+	b0=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
 	stream_start "pd1$n" 12 0
-	wait_qp_rails rbond0 0x3 10
-	log_test $? "$label: a new QP stripes over both rails afterwards ($(qp_mrail rbond0 | grep multirail))"
+	[ "$me" = a ] && qps=$(qp_mrail rbond0 | grep multirail)
 	wait "$pid"; rc=$?
+	b1=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
+	[ $((b1 - b0)) -gt 1000000 ]
+	log_test $? "$label: a new QP stripes over both rails afterwards ($(((b1 - b0) / 1000)) kB over rail 1${qps:+; $qps})"
 	[ "$me" = a ] && out=/tmp/pd1$n.cli || out=/tmp/pd1$n.srv
 	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
 	[ $rc = 0 ]
