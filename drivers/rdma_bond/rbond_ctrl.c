@@ -315,6 +315,23 @@ static void rbond_conn_down(struct rbond_conn *conn)
 }
 
 /*
+ * Whether the connection's port is up.  No heartbeat goes to a port that
+ * is down: it would exhaust the control QP's retries and end the
+ * connection, and its teardown sends a DREQ through the port's GSI QP,
+ * which rxe then moves to error for good - no rdma_cm connection over
+ * that port after the link returned (seen as "unreachable (-110)").  An
+ * idle connection survives an outage.  conn->lock held, the device there
+ * (state UP, or an id with a QP: rbond_conn_setup() ran).
+ */
+static bool rbond_conn_port_active(struct rbond_conn *conn)
+{
+	enum ib_port_state st;
+
+	return !ib_get_cached_port_state(conn->dmadev, conn->port, &st) &&
+	       st == IB_PORT_ACTIVE;
+}
+
+/*
  * Whether the teardown waits: the cm_id of a connection that was
  * established (or was being) sends a DREQ (or REJ) through its port's GSI
  * QP when destroyed, and with the port down rxe finds no route for it and
@@ -325,18 +342,15 @@ static void rbond_conn_down(struct rbond_conn *conn)
  */
 static bool rbond_conn_down_later(struct rbond_conn *conn)
 {
-	enum ib_port_state st = IB_PORT_ACTIVE;
 	unsigned long flags;
+	bool down;
 
 	if (READ_ONCE(rbond_ctrl_stopping))
 		return false;
 	spin_lock_irqsave(&conn->lock, flags);
-	/* an id with a QP: rbond_conn_setup() ran, dmadev and port are set */
-	if (conn->id && conn->qp &&
-	    ib_get_cached_port_state(conn->dmadev, conn->port, &st))
-		st = IB_PORT_ACTIVE;
+	down = conn->id && conn->qp && !rbond_conn_port_active(conn);
 	spin_unlock_irqrestore(&conn->lock, flags);
-	return st != IB_PORT_ACTIVE;
+	return down;
 }
 
 static void rbond_conn_down_work(struct work_struct *work)
@@ -488,23 +502,6 @@ void rbond_ctrl_conn_kill(struct rbond_conn *conn)
 }
 
 /* --- messages ------------------------------------------------------------- */
-
-/*
- * Whether the connection's port is up.  No heartbeat goes to a port that
- * is down: it would exhaust the control QP's retries and end the
- * connection, and its teardown sends a DREQ through the port's GSI QP,
- * which rxe then moves to error for good - no rdma_cm connection over
- * that port after the link returned (seen as "unreachable (-110)").  An
- * idle connection survives an outage.  conn->lock held, state UP (the
- * device is there).
- */
-static bool rbond_conn_port_active(struct rbond_conn *conn)
-{
-	enum ib_port_state st;
-
-	return !ib_get_cached_port_state(conn->dmadev, conn->port, &st) &&
-	       st == IB_PORT_ACTIVE;
-}
 
 /**
  * rbond_ctrl_send() - send a control message
