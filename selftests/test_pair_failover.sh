@@ -74,6 +74,16 @@ stream_start() {
 	pair_get "$key.go" 120 >/dev/null
 }
 
+# rail1_bytes: bytes this host's rail 1 sent and received (host b, the
+# server, mostly receives)
+rail1_bytes() { echo $(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1"))); }
+# stream_report KEY: rbond_stream KEY's verdict lines on this host
+stream_report() {
+	local out=/tmp/$1.srv
+	[ "$me" = a ] && out=/tmp/$1.cli
+	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
+}
+
 # fo_case N BREAKER LABEL: rbond_stream a -> b; host BREAKER takes its
 # rail 1 down for 8 s once rail 1 carries data, then up again
 fo_case() {
@@ -88,13 +98,11 @@ fo_case() {
 	pair_get "pf$n.up" 60 >/dev/null
 	# failback: rail 1 carries data again within the stream's last 10 s
 	sleep 4
-	# both directions: host b (the server) mostly receives
-	t0=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
+	t0=$(rail1_bytes)
 	sleep 6
-	t1=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
+	t1=$(rail1_bytes)
 	wait $pid; rc=$?
-	[ "$me" = a ] && out=/tmp/pf$n.cli || out=/tmp/pf$n.srv
-	grep -E '^(ok|not ok)|^# client' "$out" | sed 's/^/# /'
+	stream_report "pf$n"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
 	mine=$(( $(rdma_hw_stat rbond0 rail1_failovers) - f0 ))
@@ -114,7 +122,7 @@ fo_case() {
 # other host learns of it from the FENCE (RBOND_FENCE_HOME) only.  Both
 # move the QP's home to rail 1; nothing lost, duplicated or corrupted.
 home_case() {
-	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer out us m s0
+	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer us m s0
 	h0=$(mrail_stat home_moves)
 	m=$(dmesg_mark)
 	s0=$(rxe_retry_stats "rxe_${me}1")
@@ -138,8 +146,7 @@ home_case() {
 	fi
 	wait $pid; rc=$?
 	[ "$me" = "$brk" ] && [ "$hold" = good ] && rail_up "${me}0"
-	[ "$me" = a ] && out=/tmp/ph$n.cli || out=/tmp/ph$n.srv
-	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
+	stream_report "ph$n"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
 	mine=$(( $(mrail_stat home_moves) - h0 ))
@@ -173,7 +180,7 @@ home_case() {
 # streams intact: nothing of the failure (a control connection torn down
 # while its port was down) is left in the way.
 double_case() {
-	local n=$1 label=$2 rc pid out b0 b1 qps=
+	local n=$1 label=$2 rc pid b0 b1 qps=
 	stream_start "pd$n" 20 0
 	if [ "$me" = b ]; then
 		rail_down b1; sleep 2; rail_down b0; sleep 3
@@ -187,15 +194,14 @@ double_case() {
 	sleep 5; kill "$pid" 2>/dev/null; wait "$pid"
 	_wait_gid "rxe_${me}0"; _wait_gid "rxe_${me}1"
 	pair_sync "pd$n.gone" 60
-	b0=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
+	b0=$(rail1_bytes)
 	stream_start "pd1$n" 12 0
 	[ "$me" = a ] && qps=$(qp_mrail rbond0 | grep multirail)
 	wait "$pid"; rc=$?
-	b1=$(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")))
+	b1=$(rail1_bytes)
 	[ $((b1 - b0)) -gt 1000000 ]
 	log_test $? "$label: a new QP stripes over both rails afterwards ($(((b1 - b0) / 1000)) kB over rail 1${qps:+; $qps})"
-	[ "$me" = a ] && out=/tmp/pd1$n.cli || out=/tmp/pd1$n.srv
-	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
+	stream_report "pd1$n"
 	[ $rc = 0 ]
 	log_test $? "$label: the new QP's rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
 	pair_sync "pd$n.done" 120
