@@ -243,6 +243,8 @@ struct rbond_cq {
 #define RBOND_SWQE_CL_SHIFT	4
 #define RBOND_SWQE_CL_MASK	(7 << RBOND_SWQE_CL_SHIFT)
 #define RBOND_SWQE_MRAIL	BIT(7)	/* accounted by the scheduler */
+/* its own local buffers fail it (rbond_lkeys_ok()): never a rail failure */
+#define RBOND_SWQE_APP_ERR	BIT(8)
 
 /* rbond_swqe.rail of a WQE that waits in the pending ring */
 #define RBOND_RAIL_PEND		0xff
@@ -262,7 +264,7 @@ struct rbond_swqe {
 	u8 opcode;			/* enum ib_wc_opcode */
 	u8 status;			/* enum ib_wc_status */
 	u8 rail;
-	u8 flags;
+	u16 flags;
 	u32 psn;			/* its member WQE's first PSN */
 	/* its rail's delivered bytes and their time when it went out */
 	u64 rate_del;
@@ -356,6 +358,11 @@ struct rbond_qp {
 	 * nothing after an error; what waits is flushed with sq_failed.
 	 */
 	bool sq_erring;
+	/*
+	 * A receive completed with the application's error (sq_lock): the
+	 * home member is in error, its flushes are not a rail failure.
+	 */
+	bool rq_failed;
 	/* chunks delivered ahead of their WQE's last chunk (sq_lock) */
 	u32 chunk_bytes;
 	u32 chunk_vendor_err;

@@ -119,7 +119,9 @@ bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
  * A WQE of a rail the QP is failing over (its member flushed it, or it
  * failed there for whatever reason), and one that ends with retry
  * exceeded, a local QP operation error or a flush with no error of the
- * application's before it, which starts the failover: not delivered but
+ * application's before it or in it (a local buffer outside its MR:
+ * RBOND_SWQE_APP_ERR; a receive's error: rq_failed), which starts the
+ * failover: not delivered but
  * marked for replay (RBOND_SWQE_REPLAY), still counted in flight by the
  * scheduler.  Anything else is the application's error, delivered as it
  * is.
@@ -134,6 +136,9 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 
 	lockdep_assert_held(&qp->sq_lock);
 	if (!mq || e->rail >= RBOND_MAX_RAILS)
+		return false;
+	/* the application's error, and what the member flushes after it */
+	if ((e->flags & RBOND_SWQE_APP_ERR) || qp->rq_failed)
 		return false;
 	if (!(qp->fo_rails & BIT(e->rail))) {
 		switch (wc->status) {
@@ -484,10 +489,15 @@ bool rbond_fo_recv_wc(struct rbond_qp *qp, unsigned int rail,
 	if (wc->status == IB_WC_SUCCESS)
 		return ours && !rbond_fo_home_moving(qp);
 	if (!ours && !rbond_fo_home_moving(qp)) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			return false;
 		spin_lock_irqsave(&qp->sq_lock, flags);
-		ours = !qp->sq_erring && qp->state != IB_QPS_ERR &&
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			/* the application's: its member is in error now */
+			qp->rq_failed = true;
+			spin_unlock_irqrestore(&qp->sq_lock, flags);
+			return false;
+		}
+		ours = !qp->sq_erring && !qp->rq_failed &&
+		       qp->state != IB_QPS_ERR &&
 		       rbond_fo_mark(qp, rail, RBOND_FAIL_QP_FATAL);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		if (!ours)

@@ -44,6 +44,7 @@ struct rbond_wqe {
 	u64 bytes;
 	u8 wc_opcode;			/* enum ib_wc_opcode */
 	bool verbatim;			/* sge[0]: captured inline data */
+	bool app_err;			/* rbond_lkeys_ok(): fails locally */
 	union {
 		struct ib_send_wr send;
 		struct ib_rdma_wr rdma;
@@ -102,20 +103,47 @@ static int rbond_sub_sges(struct rbond_qp *qp, unsigned int rail,
 	return n;
 }
 
-/* Whether every lkey of @sge[0..@num) names an MR of @qp's PD (RCU). */
-static bool rbond_lkeys_ok(struct rbond_qp *qp, const struct ib_sge *sge,
-			   int num)
+/*
+ * Whether an SGE reaches outside its MR, or writes into one without local
+ * write access (@access: IB_ACCESS_LOCAL_WRITE for a READ's or an atomic's
+ * result, 0 for data sent).  RCU read side.
+ */
+static bool rbond_sge_outside(const struct rbond_mr *mr,
+			      const struct ib_sge *sge, int access)
 {
+	u64 len = mr->ibmr.length;
+
+	if ((mr->access & access) != access)
+		return true;
+	if (mr->dma || !sge->length)
+		return false;
+	return sge->addr < mr->ibmr.iova || sge->length > len ||
+	       sge->addr - mr->ibmr.iova > len - sge->length;
+}
+
+/*
+ * Whether every lkey of @sge[0..@num) names an MR of @qp's PD.  *@app_err:
+ * one SGE lies outside its MR or lacks the @access it needs - the member
+ * completes that WQE with the application's local error (6.12's rxe with
+ * a flush, as if the member had failed: rbond_fo_catch() must know).
+ */
+static bool rbond_lkeys_ok(struct rbond_qp *qp, const struct ib_sge *sge,
+			   int num, int access, bool *app_err)
+{
+	const struct rbond_mr *mr;
 	int i;
 
+	*app_err = false;
 	rcu_read_lock();
 	for (i = 0; i < num; i++) {
-		if (!rbond_mr_lookup(qp->pd, sge[i].lkey)) {
+		mr = rbond_mr_lookup(qp->pd, sge[i].lkey);
+		if (!mr) {
 			rcu_read_unlock();
 			ibdev_dbg(qp->ibqp.device, "QP 0x%x: bad lkey 0x%x\n",
 				  qp->ibqp.qp_num, sge[i].lkey);
 			return false;
 		}
+		*app_err |= rbond_sge_outside(mr, &sge[i], access);
 	}
 	rcu_read_unlock();
 	return true;
@@ -274,6 +302,7 @@ static int rbond_wqe_decode_sges(struct rbond_qp *qp,
 		return -EINVAL;
 	}
 	w->wr.send.next = NULL;
+	w->app_err = false;
 	if (isge) {
 		/* captured inline data: a kernel address, no lkey */
 		w->verbatim = true;
@@ -292,7 +321,11 @@ static int rbond_wqe_decode_sges(struct rbond_qp *qp,
 		return -EINVAL;
 	}
 	/* every lkey now: the rails' keys are checked per chunk */
-	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge))
+	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge,
+			    w->wc_opcode == IB_WC_RDMA_READ ||
+			    w->wc_opcode == IB_WC_COMP_SWAP ||
+			    w->wc_opcode == IB_WC_FETCH_ADD ?
+			    IB_ACCESS_LOCAL_WRITE : 0, &w->app_err))
 		return -EINVAL;
 	memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
 	w->num_sge = wr->num_sge;
@@ -338,13 +371,14 @@ static u32 rbond_sq_alloc(struct rbond_qp *qp, const struct rbond_wqe *w,
 	e->byte_len = bytes;
 	e->vendor_err = 0;
 	e->mseq = 0;
+	e->flags = w->app_err ? RBOND_SWQE_APP_ERR : 0;
 	if (!last) {
-		e->flags = RBOND_SWQE_CHUNK;
+		e->flags |= RBOND_SWQE_CHUNK;
 		return seq;
 	}
 	qp->sq_wqes++;
-	e->flags = (qp->sig_all || (w->wr.send.send_flags & IB_SEND_SIGNALED)) ?
-		   RBOND_SWQE_SIGNALED : 0;
+	if (qp->sig_all || (w->wr.send.send_flags & IB_SEND_SIGNALED))
+		e->flags |= RBOND_SWQE_SIGNALED;
 	return seq;
 }
 
@@ -1059,7 +1093,7 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
 	unsigned int rail = qp->rq_rail;
 	u32 seq, idx, stride = max(qp->cap.max_recv_sge, 1U);
-	bool moving;
+	bool moving, app_err;
 	int ret;
 
 	if (!qp->member[rail] || !qp->rq_nsge)
@@ -1070,8 +1104,9 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 			  qp->ibqp.qp_num, wr->num_sge);
 		return -EINVAL;
 	}
-	/* every lkey now, as the post would */
-	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge))
+	/* every lkey now, as the post would (a bad buffer: the member's) */
+	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge,
+			    IB_ACCESS_LOCAL_WRITE, &app_err))
 		return -EINVAL;
 
 	spin_lock(&qp->rq_lock);

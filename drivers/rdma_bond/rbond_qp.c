@@ -406,6 +406,7 @@ static void rbond_qp_reset(struct rbond_qp *qp)
 	qp->chunk_vendor_err = 0;
 	qp->sq_failed = false;
 	qp->sq_erring = false;
+	qp->rq_failed = false;
 	rbond_post_reset_sq(qp, true);
 	rbond_mrail_qp_reset_sq(qp);
 	spin_unlock(&qp->sq_lock);

@@ -1529,8 +1529,30 @@ static void t_post_vs_reset(void)
 	pair_destroy(&x);
 }
 
+/* The module's failovers and home moves so far; -1: no module loaded. */
+static long bond_failovers(void)
+{
+	FILE *f = fopen("/sys/module/rdma_bond/parameters/mrail_stats", "r");
+	char k[64];
+	long v, n = 0;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", k, &v) == 2)
+		if (!strcmp(k, "failovers") || !strcmp(k, "home_moves"))
+			n += v;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Errors of the application's WQEs: each with the member's native status,
+ * none taken for a rail failure (6.12's rxe completes a WQE whose local
+ * buffer lies outside its MR flushed, as if its member had failed).
+ */
 static void t_completion_errors(void)
 {
+	long fo = d.is_bond ? bond_failovers() : -1;
 	struct pair x;
 	uint8_t *pend = (uint8_t *)pb_rw + BUF;
 	int r;
@@ -1600,12 +1622,37 @@ static void t_completion_errors(void)
 		WC2(x.cb, 80, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR, "  the receive side of it");
 		pair_destroy(&x);
 	}
+	/*
+	 * A receive beyond the end of its MR, a good one behind it: the
+	 * first fails, the second is flushed (not a rail failure: its
+	 * completion must come, flushed, not be moved elsewhere)
+	 */
+	if (!pair_make(&x, 7)) {
+		r = postr(x.qb, 82, (uint8_t *)pb_recv + BUF - 16, 64, pm_recv->lkey) ||
+		    postr(x.qb, 83, pb_recv, 64, pm_recv->lkey);
+		if (r)
+			tap_ok(false, "post_recv beyond the MR's end, then a good one: %s", en(r));
+		r = post1(x.qa, 84, IBV_WR_SEND, lb, 64, lm->lkey, 0, 0);
+		if (r)
+			tap_ok(false, "SEND into a receive beyond its MR: post %s", en(r));
+		else
+			WC2(x.ca, 84, IBV_WC_REM_OP_ERR, IBV_WC_REM_ACCESS_ERR,
+			    "SEND into a receive beyond the end of its MR");
+		WC2(x.cb, 82, IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR,
+		    "  the receive beyond the end of its MR");
+		WC1(x.cb, 83, IBV_WC_WR_FLUSH_ERR, "  the good receive behind it");
+		pair_destroy(&x);
+	}
 	/* SEND without a receive, rnr_retry 0 */
 	if (!pair_make(&x, 0)) {
 		r = post1(x.qa, 90, IBV_WR_SEND, lb, 64, lm->lkey, 0, 0);
 		expect_post_or_wc(&x, r, 90, IBV_WC_RNR_RETRY_EXC_ERR, "SEND with no receive posted, rnr_retry 0");
 		pair_destroy(&x);
 	}
+	if (fo >= 0)
+		tap_ok(bond_failovers() == fo,
+		       "no failover or home move for any of these errors (%ld)",
+		       bond_failovers() - fo);
 }
 
 static struct ibv_mr *preg(struct dev *dv, void **b, int acc)
