@@ -26,7 +26,7 @@
 #   6. the same with rail 1 down for good: rail 0 alone then moves data at
 #      the rate of one plain rxe rail (measured first, same guest);
 #   7. ib_read_bw with 8 QPs, rail 1 down for 8 s;
-#   8. every rail silent at once for 0.9 s (delayed): no failover at all.
+#   8. every rail silent at once for 0.6 s (delayed): no failover at all.
 # Each must complete with no error and intact data; the counters must
 # show the failover (rail1_failovers), and the rail comes back for new QPs.
 #
@@ -178,14 +178,16 @@ log "ib_read_bw, 8 QPs: rail 0's queues dropped $(($(tbf_drops a0 b0) - d0)) pac
 [ $rc = 0 ]
 log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(mrail_stat failovers) - f0)))"
 
-# 8. every rail silent at once for 0.9 s, nothing lost - what a peer
+# 8. every rail silent at once for 0.6 s, nothing lost - what a peer
 # host that stood still looks like from here (a VM not scheduled: CI saw
 # a rail failed over after 376 ms without progress and no fault).  netem
-# holds every packet sent in that window 0.9 s (under the 1.07 s ACK
-# timeout: no retransmission), in order.  No rail is to blame: none may
+# holds every packet sent in that window 0.6 s, in order; with the queue
+# ahead of an ACK (1 MiB at most, 0.2 s) that stays under the 1.07 s ACK
+# timeout: no retransmission (0.9 s was not: retransmissions then kept
+# rail 1 from progressing for 2.9 s).  No rail is to blame: none may
 # fail over, and the traffic goes on over both.  A stall limit of 100 ms
-# (plus the queue's drain time, well under 0.9 s) makes the old watchdog
-# fail rail 1 over every time.
+# (plus the queue's drain time, under 0.6 s) makes the old watchdog fail
+# rail 1 over.
 netem_delay() { local d; for d in a0 a1 b0 b1; do
 	tc qdisc change dev $d root netem rate "$RATE" limit 100000 delay "$1"; done; }
 for d in a0 a1 b0 b1; do rail_shape $d "$RATE" 0ms; done
@@ -193,10 +195,10 @@ for b in rbond0 rbond1; do echo 100 > /sys/class/infiniband/$b/bond/failover_sta
 f0=$(mrail_stat failovers)
 prov_fo_start /tmp/fo 8
 if wait_striping; then
-	netem_delay 900ms
-	sleep 0.9
+	netem_delay 600ms
+	sleep 0.6
 	netem_delay 0ms
-	log "blackout: every rail delivered nothing for 0.9 s"
+	log "blackout: every rail delivered nothing for 0.6 s"
 else
 	log "blackout: rail 1 never carried data"
 fi

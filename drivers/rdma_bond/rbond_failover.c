@@ -560,7 +560,7 @@ static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
  * RBOND_FO_HOLD_MS past the limit a rail is failed over whatever was heard.
  */
 #define RBOND_FO_QUIET_MS	200
-#define RBOND_FO_HOLD_MS	2000
+#define RBOND_FO_HOLD_MS	3000
 
 static unsigned long rbond_fo_pass;	/* rbond_fo_watch()'s passes */
 
