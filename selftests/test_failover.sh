@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 300
+# time: 280
 #
 # Failover of an extra rail under traffic (Documentation/rdma_bond.rst,
 # "Failover").  Cases 1-4 run two QPs bond<->bond with relaxed-ordered MRs,
@@ -25,8 +25,7 @@
 #      rail back when it returns (failback);
 #   6. the same with rail 1 down for good: rail 0 alone then moves data at
 #      the rate of one plain rxe rail (measured first, same guest);
-#   7. ib_read_bw with 8 QPs, rail 1 down for 8 s;
-#   8. every rail silent at once for 0.6 s (delayed): no failover at all.
+#   7. ib_read_bw with 8 QPs, rail 1 down for 8 s.
 # Each must complete with no error and intact data; the counters must
 # show the failover (rail1_failovers), and the rail comes back for new QPs.
 #
@@ -177,38 +176,6 @@ prov_bw_wait; rc=$?
 log "ib_read_bw, 8 QPs: rail 0's queues dropped $(($(tbf_drops a0 b0) - d0)) packets"
 [ $rc = 0 ]
 log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(mrail_stat failovers) - f0)))"
-
-# 8. every rail silent at once for 0.6 s, nothing lost - what a peer
-# host that stood still looks like from here (a VM not scheduled: CI saw
-# a rail failed over after 376 ms without progress and no fault).  netem
-# holds every packet sent in that window 0.6 s, in order; with the queue
-# ahead of an ACK (1 MiB at most, 0.2 s) that stays under the 1.07 s ACK
-# timeout: no retransmission (0.9 s was not: retransmissions then kept
-# rail 1 from progressing for 2.9 s).  No rail is to blame: none may
-# fail over, and the traffic goes on over both.  A stall limit of 100 ms
-# (plus the queue's drain time, under 0.6 s) makes the old watchdog fail
-# rail 1 over.
-netem_delay() { local d; for d in a0 a1 b0 b1; do
-	tc qdisc change dev $d root netem rate "$RATE" limit 100000 delay "$1"; done; }
-for d in a0 a1 b0 b1; do rail_shape $d "$RATE" 0ms; done
-for b in rbond0 rbond1; do echo 100 > /sys/class/infiniband/$b/bond/failover_stall_ms; done
-f0=$(mrail_stat failovers)
-prov_fo_start /tmp/fo 8
-if wait_striping; then
-	netem_delay 600ms
-	sleep 0.6
-	netem_delay 0ms
-	log "blackout: every rail delivered nothing for 0.6 s"
-else
-	log "blackout: rail 1 never carried data"
-fi
-wait $VPID; rc=$?
-wait $SPID; src=$?
-[ $rc = 0 ] && [ $src = 0 ]
-log_test $? "blackout of every rail: rbond_verify (rc $rc) and rbond_stream (rc $src) intact"
-[ "$(mrail_stat failovers)" = "$f0" ]
-log_test $? "blackout of every rail: no rail failed over ($(($(mrail_stat failovers) - f0)))"
-for b in rbond0 rbond1; do echo 300 > /sys/class/infiniband/$b/bond/failover_stall_ms; done
 
 for d in a0 a1 b0 b1; do rail_unshape $d; done
 echo 0 > $P/multirail

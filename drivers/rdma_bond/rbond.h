@@ -142,14 +142,6 @@ struct rbond_rail {
 	 * the peer address, 0 if none; logged once per silence.
 	 */
 	__be32 silent_peer;
-	/*
-	 * The stall watchdog's (rbond_fo_heard()): the netdev's received
-	 * packets as it last sampled them (in pass rx_pass), and when they
-	 * last moved (jiffies).
-	 */
-	u64 rx_packets;
-	unsigned long rx_pass;
-	unsigned long heard;
 };
 
 /* A rail's rate (bytes per 2^20 ns) in kbit/s. */

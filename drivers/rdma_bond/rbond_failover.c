@@ -549,79 +549,6 @@ static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
 }
 
 /*
- * A stall is the rail's only on evidence that the rail, not the peer or
- * this host, stopped: the rail's netdev heard nothing for the limit while
- * another rail of the QP was heard from.  A peer that stood still (a host
- * not scheduled, as a VM can be for 400 ms) falls silent on every rail at
- * once: no rail is to blame, and failing over to one as silent would only
- * lose the rail.  RBOND_FO_QUIET_MS (half failover_stall_ms, if less)
- * without a packet on any rail of a QP makes it quiet; once heard again,
- * its rails' limits count from then.
- * RBOND_FO_HOLD_MS past the limit a rail is failed over whatever was heard.
- */
-#define RBOND_FO_QUIET_MS	200
-#define RBOND_FO_HOLD_MS	3000
-
-static unsigned long rbond_fo_pass;	/* rbond_fo_watch()'s passes */
-
-/*
- * When rail @r's netdev last received a packet (jiffies), its counter
- * sampled once a pass.  Watchdog only; @r is in some QP's rails_up under
- * its sq_lock (the rail is not being removed).
- */
-static unsigned long rbond_fo_heard(struct rbond_dev *bond, unsigned int r)
-{
-	struct rbond_rail *rail = &bond->rails[r];
-	struct rtnl_link_stats64 st;
-
-	if (rail->rx_pass == rbond_fo_pass || !rail->ndev)
-		return rail->heard;
-	rail->rx_pass = rbond_fo_pass;
-	dev_get_stats(rail->ndev, &st);
-	if (st.rx_packets != rail->rx_packets) {
-		rail->rx_packets = st.rx_packets;
-		rail->heard = jiffies;
-	}
-	return rail->heard;
-}
-
-/* Whether rail @r of @qp, @idle past its @limit, is not (yet) to blame. */
-static bool rbond_fo_stall_excused(struct rbond_qp *qp, unsigned int r,
-				   unsigned long idle, unsigned long limit,
-				   unsigned long now)
-{
-	struct rbond_mqp *mq = qp->mrail;
-
-	if (idle > limit + msecs_to_jiffies(RBOND_FO_HOLD_MS))
-		return false;
-	return mq->quiet || time_before_eq(now, mq->quiet_end + limit) ||
-	       time_before_eq(now, rbond_fo_heard(qp->s.bond, r) + limit);
-}
-
-/* Sample @qp's rails; its quiet state (sq_lock held). */
-static void rbond_fo_listen(struct rbond_qp *qp, unsigned long now)
-{
-	struct rbond_mqp *mq = qp->mrail;
-	unsigned long rails = qp->s.rails_up, heard = now - ULONG_MAX / 4;
-	u32 quiet_ms = min_t(u32, READ_ONCE(qp->s.bond->stall_ms) / 2,
-			     RBOND_FO_QUIET_MS);
-	unsigned int r;
-
-	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
-		unsigned long t = rbond_fo_heard(qp->s.bond, r);
-
-		if (time_after(t, heard))
-			heard = t;
-	}
-	if (time_after(now, heard + msecs_to_jiffies(quiet_ms))) {
-		mq->quiet = true;
-	} else if (mq->quiet) {
-		mq->quiet = false;
-		mq->quiet_end = now;
-	}
-}
-
-/*
  * How long rail @r has gone without progress for @qp, in jiffies: since
  * its own last completion there (or its first WQE there), unless the rail
  * delivered another QP's work since.  A rail shared by many QPs serves
@@ -838,7 +765,6 @@ static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 	if (!READ_ONCE(mq->up))
 		return;
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	rbond_fo_listen(qp, now);
 	rails = qp->s.rails_up & ~BIT(qp->home);
 	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
 		if (!qp->s.inflight[r])
@@ -846,7 +772,6 @@ static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 		limit = rbond_fo_stall_limit(qp, r);
 		idle = rbond_fo_idle(qp, r, now);
 		if (!limit || idle <= limit ||
-		    rbond_fo_stall_excused(qp, r, idle, limit, now) ||
 		    !rbond_fo_mark(qp, r, RBOND_FAIL_STALL))
 			continue;
 		/* the failure dates from the rail's last progress */
@@ -869,7 +794,6 @@ static void rbond_fo_watch(struct work_struct *work)
 		w->nmine = 0;
 		rbond_ctrl_walk_conns(&it);
 	}
-	rbond_fo_pass++;
 	mutex_lock(&rbond_mq_mutex);
 	rbond_mq_for_each(NULL, rbond_fo_watch_one, w);
 	mutex_unlock(&rbond_mq_mutex);

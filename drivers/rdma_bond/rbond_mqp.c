@@ -250,7 +250,6 @@ void rbond_mrail_qp_create(struct rbond_qp *qp)
 		return;		/* single-rail */
 	mq->qp = qp;
 	mq->bond = bond;
-	mq->quiet_end = jiffies;
 	get_random_bytes(mq->nonce, sizeof(mq->nonce));
 	mutex_init(&mq->lock);
 	spin_lock_init(&mq->attr_lock);

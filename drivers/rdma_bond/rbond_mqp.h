@@ -143,12 +143,6 @@ struct rbond_mqp {
 	 * this QP lost.  Atomic bit operations; the rest under mq->lock.
 	 */
 	struct delayed_work fo_work;
-	/*
-	 * The stall watchdog's (rbond_fo_watch(), under qp->sq_lock): every
-	 * rail of the QP went unheard (quiet), and when that last ended.
-	 */
-	bool quiet;
-	unsigned long quiet_end;
 	unsigned long fo_want, fo_local, fo_peer, fo_failed;
 	u8 fo_reason[RBOND_MAX_RAILS];	/* enum rbond_fail_reason */
 	u64 fo_t0[RBOND_MAX_RAILS];	/* ktime of detection */
