@@ -777,6 +777,22 @@ bool rbond_mrail_home_moved(const struct rbond_qp *qp)
 }
 
 /**
+ * rbond_mrail_key_rail() - the rail of @qp's first home member
+ * @qp: the QP
+ *
+ * The member the application connected (its path, its peer's QPN): the
+ * home member, unless the home moved - then it stays in error on its rail
+ * until a reset takes the QP back to it (rbond_mrail_home_restore()).
+ * Locks: bond->lock held.
+ * Return: the rail.
+ */
+unsigned int rbond_mrail_key_rail(const struct rbond_qp *qp)
+{
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	return rbond_mrail_home_moved(qp) ? qp->mrail->key_home : qp->home;
+}
+
+/**
  * rbond_mrail_home_restore() - RESET of a QP whose home rail moved
  * @qp: the QP
  *

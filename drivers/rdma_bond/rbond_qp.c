@@ -533,16 +533,33 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct rbond_dev *bond = to_rbond_dev(ibqp->device);
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	struct ib_qp_init_attr minit;
+	struct ib_qp_attr st;
 	struct ib_qp *member;
+	unsigned int key;
 	int ret = 0;
 
 	mutex_lock(&bond->lock);
 	member = qp->member[qp->home];
+	key = rbond_mrail_key_rail(qp);
+	if (!qp->member[key])
+		key = qp->home;		/* its device went */
 	if (member) {
-		ret = ib_query_qp(member, attr, attr_mask, &minit);
+		/*
+		 * What the application set - its path, its peer's QPN - is
+		 * its first home member's, also after the home moved (that
+		 * member is in error since); the state is the home's.
+		 */
+		ret = ib_query_qp(qp->member[key], attr, attr_mask, &minit);
 		if (!ret)
-			rbond_qp_translate_back(bond, qp->home,
-						&attr->ah_attr);
+			rbond_qp_translate_back(bond, key, &attr->ah_attr);
+		if (!ret && key != qp->home)
+			ret = ib_query_qp(member, &st, IB_QP_STATE |
+					  IB_QP_CUR_STATE, &minit);
+		if (!ret && key != qp->home) {
+			attr->qp_state = st.qp_state;
+			attr->cur_qp_state = st.cur_qp_state;
+			attr->sq_draining = st.sq_draining;
+		}
 	} else {
 		memset(attr, 0, sizeof(*attr));
 		attr->qp_state = IB_QPS_ERR;

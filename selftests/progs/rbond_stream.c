@@ -340,6 +340,31 @@ static int run_server(uint8_t *tgt, uint64_t *counter)
 	}
 }
 
+/*
+ * After the stream (and whatever failed over under it, the home rail
+ * too): query_qp gives what the application set - the peer's QPN and GID,
+ * the ACK timeout - and the QP is still at RTS.
+ */
+static void check_path(struct ibv_qp *qp, const struct qp_info *peer,
+		       uint8_t timeout)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	ret = ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
+			   IBV_QP_TIMEOUT, &ia);
+	tap_ok(!ret && a.qp_state == IBV_QPS_RTS &&
+	       a.dest_qp_num == peer->qpn && a.timeout == timeout &&
+	       !memcmp(&a.ah_attr.grh.dgid, &peer->gid, sizeof(peer->gid)),
+	       "query_qp after the stream: %s, state %d, dest QPN 0x%x (set 0x%x), timeout %u (set %u), dgid %s",
+	       ret ? strerror(ret) : "ok", a.qp_state, a.dest_qp_num,
+	       peer->qpn, a.timeout, timeout,
+	       memcmp(&a.ah_attr.grh.dgid, &peer->gid, sizeof(peer->gid)) ?
+	       "not the one set" : "as set");
+}
+
 int main(int argc, char **argv)
 {
 	struct conn_opts co;
@@ -453,6 +478,8 @@ int main(int argc, char **argv)
 	}
 	if (ret)
 		tap_ok(false, "%s stream", opt.server ? "client" : "server");
+	else
+		check_path(qp, &pi, co.timeout);
 out:
 	if (qp)
 		ibv_destroy_qp(qp);
