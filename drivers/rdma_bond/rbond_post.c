@@ -122,10 +122,11 @@ static bool rbond_sge_outside(const struct rbond_mr *mr,
 }
 
 /*
- * Whether every lkey of @sge[0..@num) names an MR of @qp's PD.  *@app_err:
- * one SGE lies outside its MR or lacks the @access it needs - the member
- * completes that WQE with the application's local error (6.12's rxe with
- * a flush, as if the member had failed: rbond_fo_catch() must know).
+ * Whether every lkey of @sge[0..@num) names an MR of @qp's PD.  *@app_err
+ * (unless NULL): one SGE lies outside its MR or lacks the @access it
+ * needs - the member completes that WQE with the application's local
+ * error (6.12's rxe with a flush, as if the member had failed:
+ * rbond_fo_catch() must know).
  */
 static bool rbond_lkeys_ok(struct rbond_qp *qp, const struct ib_sge *sge,
 			   int num, int access, bool *app_err)
@@ -133,7 +134,8 @@ static bool rbond_lkeys_ok(struct rbond_qp *qp, const struct ib_sge *sge,
 	const struct rbond_mr *mr;
 	int i;
 
-	*app_err = false;
+	if (app_err)
+		*app_err = false;
 	rcu_read_lock();
 	for (i = 0; i < num; i++) {
 		mr = rbond_mr_lookup(qp->pd, sge[i].lkey);
@@ -143,7 +145,8 @@ static bool rbond_lkeys_ok(struct rbond_qp *qp, const struct ib_sge *sge,
 				  qp->ibqp.qp_num, sge[i].lkey);
 			return false;
 		}
-		*app_err |= rbond_sge_outside(mr, &sge[i], access);
+		if (app_err)
+			*app_err |= rbond_sge_outside(mr, &sge[i], access);
 	}
 	rcu_read_unlock();
 	return true;
@@ -1093,7 +1096,7 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
 	unsigned int rail = qp->rq_rail;
 	u32 seq, idx, stride = max(qp->cap.max_recv_sge, 1U);
-	bool moving, app_err;
+	bool moving;
 	int ret;
 
 	if (!qp->member[rail] || !qp->rq_nsge)
@@ -1105,8 +1108,7 @@ static int rbond_post_one_recv(struct rbond_qp *qp,
 		return -EINVAL;
 	}
 	/* every lkey now, as the post would (a bad buffer: the member's) */
-	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge,
-			    IB_ACCESS_LOCAL_WRITE, &app_err))
+	if (!rbond_lkeys_ok(qp, wr->sg_list, wr->num_sge, 0, NULL))
 		return -EINVAL;
 
 	spin_lock(&qp->rq_lock);

@@ -533,7 +533,7 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct rbond_dev *bond = to_rbond_dev(ibqp->device);
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	struct ib_qp_init_attr minit;
-	struct ib_qp_attr st;
+	struct ib_qp_attr st = {};
 	struct ib_qp *member;
 	unsigned int key;
 	int ret = 0;
@@ -552,10 +552,9 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		ret = ib_query_qp(qp->member[key], attr, attr_mask, &minit);
 		if (!ret)
 			rbond_qp_translate_back(bond, key, &attr->ah_attr);
-		if (!ret && key != qp->home)
+		if (!ret && key != qp->home) {
 			ret = ib_query_qp(member, &st, IB_QP_STATE |
 					  IB_QP_CUR_STATE, &minit);
-		if (!ret && key != qp->home) {
 			attr->qp_state = st.qp_state;
 			attr->cur_qp_state = st.cur_qp_state;
 			attr->sq_draining = st.sq_draining;

@@ -354,3 +354,18 @@ const char *wc_status_name(enum ibv_wc_status s)
 {
 	return ibv_wc_status_str(s);
 }
+
+long long mrail_stat(const char *key)
+{
+	FILE *f = fopen("/sys/module/rdma_bond/parameters/mrail_stats", "r");
+	char k[64];
+	long long v, r = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", k, &v) == 2)
+		if (!strcmp(k, key))
+			r = v;
+	fclose(f);
+	return r;
+}

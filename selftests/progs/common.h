@@ -71,6 +71,9 @@ int qp_connect(struct dev *d, struct ibv_qp *qp, const struct qp_info *me,
 	       int access);
 int qp_to_init(struct dev *d, struct ibv_qp *qp, int access);
 
+/* A counter of rdma_bond's module-wide mrail_stats, or -1 (not loaded). */
+long long mrail_stat(const char *key);
+
 /* Poll until n completions (or timeout_ms); returns the number got. */
 int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms);
 

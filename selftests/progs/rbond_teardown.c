@@ -151,22 +151,6 @@ static int qp_to(struct conn *c, enum ibv_qp_state st)
 	return errno;
 }
 
-/* a counter of the bond's multi-rail statistics, or -1 */
-static long long mstat(const char *key)
-{
-	FILE *f = fopen("/sys/module/rdma_bond/parameters/mrail_stats", "r");
-	char k[64];
-	long long v, r = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", k, &v) == 2)
-		if (!strcmp(k, key))
-			r = v;
-	fclose(f);
-	return r;
-}
-
 static void conn_down(struct conn *c)
 {
 	if (c->qp && ibv_destroy_qp(c->qp))
@@ -395,13 +379,13 @@ static void wait_up(long long u0, int n)
 {
 	int i;
 
-	for (i = 0; i < 300 && mstat("qp_up") < u0 + n; i++)
+	for (i = 0; i < 300 && mrail_stat("qp_up") < u0 + n; i++)
 		usleep(100000);
 }
 
 static int client_error(void)
 {
-	long long s0, u0 = mstat("qp_up");
+	long long s0, u0 = mrail_stat("qp_up");
 	struct conn c;
 	bool order;
 	int ok;
@@ -411,11 +395,11 @@ static int client_error(void)
 		return 1;
 	wait_up(u0, 2);
 	memset(buf, 0xa1, SLOTS * opt.size);
-	s0 = mstat("striped");
+	s0 = mrail_stat("striped");
 	order = batch(&c, 48, &ok);
-	tap_ok(order && ok == 48 && mstat("striped") > s0,
+	tap_ok(order && ok == 48 && mrail_stat("striped") > s0,
 	       "warm-up: 48 WRITEs (%d ok), striped (+%lld)", ok,
-	       mstat("striped") - s0);
+	       mrail_stat("striped") - s0);
 	if (!sync_ok(sock, true) || !sync_ok(sock, true)) {
 		tap_ok(false, "server's QP to the error state");
 		return 1;
@@ -427,20 +411,20 @@ static int client_error(void)
 	sync_ok(sock, true);
 	tap_ok(sync_ok(sock, true),
 	       "peer's memory unchanged: nothing reached it over any rail");
-	u0 = mstat("qp_up");
+	u0 = mrail_stat("qp_up");
 	if (qp_to(&c, IBV_QPS_RESET) || conn_connect(&c)) {
 		tap_ok(false, "RESET and connect again");
 		return 1;
 	}
 	wait_up(u0, 2);
 	memset(buf, 0xc3, SLOTS * opt.size);
-	s0 = mstat("striped");
+	s0 = mrail_stat("striped");
 	order = batch(&c, 64, &ok);
 	tap_ok(order && ok == 64, "after RESET and reconnect: 64 WRITEs succeed in order (%d ok)",
 	       ok);
-	tap_ok(mstat("qp_up") >= u0 + 2 && mstat("striped") > s0,
+	tap_ok(mrail_stat("qp_up") >= u0 + 2 && mrail_stat("striped") > s0,
 	       "renegotiated and striped again (qp_up +%lld, striped +%lld)",
-	       mstat("qp_up") - u0, mstat("striped") - s0);
+	       mrail_stat("qp_up") - u0, mrail_stat("striped") - s0);
 	sync_ok(sock, true);
 	tap_ok(sync_ok(sock, true), "peer's memory holds the new data");
 	conn_down(&c);
