@@ -21,7 +21,10 @@
 #      (RBOND_FENCE_HOME); SENDs, FETCH_ADDs and receives keep working,
 #      exactly once.  In 6, host b (the server) deregisters its MRs with
 #      the port down: their INVALs go to the control connection over the
-#      dead port, whose end must not take rdma_cm on that port with it;
+#      dead port, whose end must not take rdma_cm on that port with it.
+#      In 5 and 6 the stream ends with the link still down: the old home
+#      member QP waits for its port (rail0_parked) and is gone once the
+#      link is up again;
 #   7. both rails down on host b (rail 1, then the home; rail 1 back
 #      first): once both are back, a new QP stripes and streams intact.
 #
@@ -122,7 +125,7 @@ fo_case() {
 # other host learns of it from the FENCE (RBOND_FENCE_HOME) only.  Both
 # move the QP's home to rail 1; nothing lost, duplicated or corrupted.
 home_case() {
-	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer us m s0
+	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer us m s0 kept left i
 	h0=$(mrail_stat home_moves)
 	m=$(dmesg_mark)
 	s0=$(rxe_retry_stats "rxe_${me}1")
@@ -145,7 +148,21 @@ home_case() {
 		fi
 	fi
 	wait $pid; rc=$?
-	[ "$me" = "$brk" ] && [ "$hold" = good ] && rail_up "${me}0"
+	if [ "$me" = "$brk" ] && [ "$hold" = good ]; then
+		# the QP is gone, its old home member's port still down: that
+		# member (and the member CQs and PD it uses) waits for the
+		# port - rxe's skbs on the downed link still hold it - and is
+		# destroyed once the port is up
+		kept=$(rdma_hw_stat rbond0 rail0_parked)
+		rail_up "${me}0"
+		for i in $(seq 50); do
+			[ "$(rdma_hw_stat rbond0 rail0_parked)" = 0 ] && break
+			sleep 0.2
+		done
+		left=$(rdma_hw_stat rbond0 rail0_parked)
+		[ "${kept:-0}" -gt 0 ] && [ "$left" = 0 ]
+		log_test $? "$label: the old home member waited for its port: ${kept:-?} objects kept while ${me}0 was down, ${left:-?} left 10 s after it came up"
+	fi
 	stream_report "ph$n"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"

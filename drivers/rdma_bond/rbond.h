@@ -93,6 +93,7 @@ enum rbond_rail_stat {
 	RBOND_STAT_REPLAYED_WQES,	/* member WQEs posted again elsewhere */
 	RBOND_STAT_REPLAYED_BYTES,
 	RBOND_STAT_FAILOVER_US,		/* last: detection to resumed traffic */
+	RBOND_STAT_PARKED,		/* member objects waiting for the port, now */
 	RBOND_NR_RAIL_STATS
 };
 
@@ -188,6 +189,12 @@ struct rbond_dev {
 	unsigned long rails_failed;
 	unsigned long rails_back;	/* port active again: failback */
 	struct work_struct rail_work;
+
+	/* member objects that wait for their port (rbond_park.c) */
+	struct mutex park_lock;
+	struct list_head parked[RBOND_MAX_RAILS];
+	unsigned long park_off;		/* rails that keep nothing */
+	struct delayed_work park_work;
 };
 
 struct rbond_ucontext {
@@ -323,6 +330,11 @@ struct rbond_qp {
 	struct ib_qp_cap cap;
 	u32 slot_cap;			/* shadow slots usable (>= cap) */
 	struct ib_qp *member[RBOND_MAX_RAILS];
+	/*
+	 * A member kept for its port (rbond_park_qp()): its completions are
+	 * stale.  Compared with ib_wc.qp, never dereferenced.
+	 */
+	struct ib_qp *gone[RBOND_MAX_RAILS];
 	struct rbond_mqp *mrail;	/* multi-rail state, or NULL */
 
 	spinlock_t sq_post_lock;	/* posting order, member[] */
@@ -585,6 +597,22 @@ bool rbond_srq_recv_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 int rbond_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail);
+
+/* rbond_park.c */
+void rbond_park_init(struct rbond_dev *bond);
+void rbond_park_stop(struct rbond_dev *bond);
+void rbond_park_rail_on(struct rbond_dev *bond, unsigned int rail);
+void rbond_park_rail_off(struct rbond_dev *bond, unsigned int rail);
+bool rbond_park_qp(struct rbond_dev *bond, unsigned int rail,
+		   struct ib_qp *mqp);
+void rbond_member_destroy_qp(struct rbond_dev *bond, unsigned int rail,
+			     struct ib_qp *mqp);
+void rbond_member_destroy_cq(struct rbond_dev *bond, unsigned int rail,
+			     struct ib_cq *mcq);
+void rbond_member_destroy_srq(struct rbond_dev *bond, unsigned int rail,
+			      struct ib_srq *msrq);
+void rbond_member_dealloc_pd(struct rbond_dev *bond, unsigned int rail,
+			     struct ib_pd *mpd);
 
 /* rbond_post.c */
 int rbond_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

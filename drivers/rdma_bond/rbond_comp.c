@@ -497,6 +497,8 @@ bool rbond_qp_process_wc(struct rbond_dev *bond, struct rbond_cq *cq,
 	qp = xa_load(&bond->qp_xa, id);
 	if (!qp)
 		return false;	/* QP being destroyed */
+	if (mwc->qp == READ_ONCE(qp->gone[rail]))
+		return false;	/* kept for its port, flushed since */
 	if (mwc->wr_id & RBOND_WRID_PROBE) {
 		rbond_mq_probe_wc(qp, mwc);
 		return false;	/* the bond's own: never the application's */

@@ -387,7 +387,7 @@ void rbond_cq_remove_rail(struct rbond_cq *cq, unsigned int rail)
 	spin_lock_irqsave(&cq->lock, flags);
 	cq->member[rail] = NULL;
 	spin_unlock_irqrestore(&cq->lock, flags);
-	ib_destroy_cq(mcq);
+	rbond_member_destroy_cq(to_rbond_dev(cq->ibcq.device), rail, mcq);
 }
 
 /*

@@ -700,6 +700,7 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail0_replayed_wqes" },
 	{ .name = "rail0_replayed_bytes" },
 	{ .name = "rail0_failover_us" },
+	{ .name = "rail0_parked" },
 	{ .name = "rail1_tx_wqes" },
 	{ .name = "rail1_tx_bytes" },
 	{ .name = "rail1_rx_wqes" },
@@ -710,6 +711,7 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail1_replayed_wqes" },
 	{ .name = "rail1_replayed_bytes" },
 	{ .name = "rail1_failover_us" },
+	{ .name = "rail1_parked" },
 	{ .name = "rail2_tx_wqes" },
 	{ .name = "rail2_tx_bytes" },
 	{ .name = "rail2_rx_wqes" },
@@ -720,6 +722,7 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail2_replayed_wqes" },
 	{ .name = "rail2_replayed_bytes" },
 	{ .name = "rail2_failover_us" },
+	{ .name = "rail2_parked" },
 	{ .name = "rail3_tx_wqes" },
 	{ .name = "rail3_tx_bytes" },
 	{ .name = "rail3_rx_wqes" },
@@ -730,6 +733,7 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail3_replayed_wqes" },
 	{ .name = "rail3_replayed_bytes" },
 	{ .name = "rail3_failover_us" },
+	{ .name = "rail3_parked" },
 };
 
 static_assert(ARRAY_SIZE(rbond_stat_descs) ==

@@ -1410,6 +1410,7 @@ static int rbond_fo_home_promote(struct rbond_mqp *mq, unsigned int nh)
 		spin_lock(&qp->rq_post_lock);
 		spin_lock(&qp->sq_lock);
 		qp->member[nh] = m->qp;
+		qp->gone[nh] = NULL;
 		spin_unlock(&qp->sq_lock);
 		spin_unlock(&qp->rq_post_lock);
 		spin_unlock_irqrestore(&qp->sq_post_lock, flags);

@@ -211,6 +211,7 @@ static void rbond_rail_init(struct rbond_dev *bond, unsigned int i,
 	ib_register_event_handler(&rail->event_handler);
 	/* Publish last: rbond_rail_present() tests ibdev. */
 	WRITE_ONCE(rail->ibdev, member);
+	rbond_park_rail_on(bond, i);
 	bond->num_rails++;
 }
 
@@ -219,6 +220,7 @@ static void rbond_rail_release(struct rbond_dev *bond, unsigned int i)
 {
 	struct rbond_rail *rail = &bond->rails[i];
 
+	rbond_park_rail_off(bond, i);
 	ib_unregister_event_handler(&rail->event_handler);
 	WRITE_ONCE(rail->ibdev, NULL);
 	rail->active = false;
@@ -248,6 +250,8 @@ static void rbond_remove_rail(struct rbond_dev *bond, unsigned int i)
 	mutex_lock(&bond->lock);
 	dev_info(&bond->ibdev.dev, "removing rail %u (%s)\n", i,
 		 dev_name(&bond->rails[i].ibdev->dev));
+	/* the device goes: what waits for its port is destroyed now */
+	rbond_park_rail_off(bond, i);
 	list_for_each_entry(qp, &bond->qps, list)
 		rbond_qp_remove_rail(qp, i);
 	xa_for_each(&bond->srq_xa, idx, srq)
@@ -311,6 +315,7 @@ void rbond_dealloc_driver(struct ib_device *ibdev)
 	mutex_unlock(&rbond_mutex);
 	/* no event handler left to queue it */
 	cancel_work_sync(&bond->rail_work);
+	rbond_park_stop(bond);
 
 	WARN_ON_ONCE(!list_empty(&bond->qps) || !list_empty(&bond->cqs) ||
 		     !list_empty(&bond->mrs) || !list_empty(&bond->pds));
@@ -337,6 +342,7 @@ static int rbond_create(const char *name, struct ib_device *member, u32 port,
 	rbond_opts_init(bond);
 	INIT_WORK(&bond->unreg_work, rbond_unreg_work);
 	INIT_WORK(&bond->rail_work, rbond_fo_rail_work);
+	rbond_park_init(bond);
 
 	rbond_rail_init(bond, 0, member, port, ndev);
 	bond->primary = 0;

@@ -482,7 +482,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 		struct rbond_member_qp *m = &mq->m[i];
 
 		if (m->qp && !m->published)
-			ib_destroy_qp(m->qp);
+			rbond_member_destroy_qp(to_rbond_dev(qp->ibqp.device), i, m->qp);
 		memset(m, 0, sizeof(*m));
 		m->peer = -1;
 	}
@@ -546,7 +546,7 @@ void rbond_mrail_qp_destroy(struct rbond_qp *qp)
 	mutex_lock(&bond->lock);
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		if (mq->m[i].qp && !mq->m[i].published)
-			ib_destroy_qp(mq->m[i].qp);
+			rbond_member_destroy_qp(bond, i, mq->m[i].qp);
 		mq->m[i].qp = NULL;
 	}
 	mutex_unlock(&bond->lock);
@@ -606,7 +606,8 @@ void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 	if (!mq)
 		return;
 	if (mq->m[rail].qp && !mq->m[rail].published)
-		ib_destroy_qp(mq->m[rail].qp);
+		rbond_member_destroy_qp(to_rbond_dev(qp->ibqp.device), rail,
+					mq->m[rail].qp);
 	mq->m[rail].qp = NULL;
 	mq->m[rail].state = RBOND_M_ERR;
 }

@@ -81,7 +81,8 @@ void rbond_pd_remove_rail(struct rbond_pd *pd, unsigned int rail)
 	lockdep_assert_held(&to_rbond_dev(pd->ibpd.device)->lock);
 	if (!pd->member[rail])
 		return;
-	ib_dealloc_pd(pd->member[rail]);
+	rbond_member_dealloc_pd(to_rbond_dev(pd->ibpd.device), rail,
+				pd->member[rail]);
 	pd->member[rail] = NULL;
 }
 

@@ -478,6 +478,7 @@ static unsigned long rbond_mq_publish_rails(struct rbond_mqp *mq,
 		if (!(rails & BIT(i)) || i == qp->home)
 			continue;
 		qp->member[i] = mq->m[i].qp;
+		qp->gone[i] = NULL;
 		mq->m[i].published = true;
 	}
 	spin_unlock(&qp->rq_post_lock);
@@ -580,7 +581,7 @@ static void rbond_mq_rejoin_start(struct rbond_mqp *mq, unsigned int i)
 	if (m->published)
 		rbond_qp_destroy_member(qp, i);
 	else if (m->qp)
-		ib_destroy_qp(m->qp);
+		rbond_member_destroy_qp(bond, i, m->qp);
 	memset(m, 0, sizeof(*m));
 	m->peer = -1;
 	clear_bit(i, &mq->fo_failed);
@@ -638,7 +639,8 @@ static void rbond_mq_rejoin_check(struct rbond_mqp *mq,
 			} else if ((mq->rejoin & BIT(i)) && !m->published) {
 				/* ours went to its old one: again */
 				if (m->qp)
-					ib_destroy_qp(m->qp);
+					rbond_member_destroy_qp(mq->bond, i,
+								m->qp);
 				memset(m, 0, sizeof(*m));
 				m->peer = -1;
 				redo = true;
@@ -847,7 +849,7 @@ static void rbond_mq_rejoin_publish(struct rbond_mqp *mq, bool rts)
 		struct rbond_member_qp *m = &mq->m[i];
 
 		if (m->qp && !m->published)
-			ib_destroy_qp(m->qp);
+			rbond_member_destroy_qp(mq->bond, i, m->qp);
 		m->qp = NULL;
 		m->state = RBOND_M_ERR;
 		mq->rejoin &= ~BIT(i);

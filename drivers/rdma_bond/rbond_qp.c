@@ -253,13 +253,17 @@ err_unlock:
  * CQs still hold.  member[] is read by the post paths (post locks) and by
  * the completion path, which posts waiting WQEs under cq->lock and sq_lock
  * (rbond_post_drain): cleared under all three, no one can be using the
- * member once it is destroyed.  Caller holds bond->lock.
+ * member once it is destroyed.  A member whose port is down is kept
+ * instead (rbond_park.c), in the error state: what its CQs hold is
+ * processed as for a destroyed one, what comes after is stale (gone[]).
+ * Caller holds bond->lock.
  */
 void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 {
 	struct ib_device *dev;
 	struct ib_qp *member;
 	unsigned long flags;
+	bool kept;
 
 	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
@@ -274,11 +278,14 @@ void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 		return;
 
 	dev = member->device;
-	if (ib_destroy_qp(member))
+	kept = rbond_park_qp(to_rbond_dev(qp->ibqp.device), rail, member);
+	if (!kept && ib_destroy_qp(member))
 		WARN_ON_ONCE(1);
 	rbond_cq_drain_member(qp->scq, rail);
 	if (qp->rcq != qp->scq)
 		rbond_cq_drain_member(qp->rcq, rail);
+	if (kept)
+		WRITE_ONCE(qp->gone[rail], member);
 	/* the member is gone: what was mapped for its device is done */
 	rbond_dma_unmap_qp(qp, dev);
 }

@@ -153,7 +153,7 @@ int rbond_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	srq->member = NULL;
 	spin_unlock_irqrestore(&srq->lock, flags);
 	if (member) {
-		ib_destroy_srq(member);
+		rbond_member_destroy_srq(bond, srq->rail, member);
 		rbond_srq_unmap(srq);
 	}
 	mutex_unlock(&bond->lock);
@@ -364,7 +364,8 @@ void rbond_srq_remove_rail(struct rbond_srq *srq, unsigned int rail)
 	member = srq->member;
 	srq->member = NULL;
 	spin_unlock_irqrestore(&srq->lock, flags);
-	ib_destroy_srq(member);
+	rbond_member_destroy_srq(to_rbond_dev(srq->ibsrq.device), rail,
+				 member);
 	rbond_srq_unmap(srq);
 	rbond_srq_raise(srq, IB_EVENT_SRQ_ERR);
 }
