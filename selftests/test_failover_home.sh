@@ -32,6 +32,8 @@
 # completed with "transport retry counter exceeded", one host's move was
 # not agreed in 10 s; rbond_stream's pair moved).  Documentation/
 # rdma_bond.rst, "Heartbeat".
+# FH_PHASE=REGEX breaks the home only once rbond_verify printed REGEX
+# ('^ok 5 ': its WRITEs are checked, its READs under way).
 # With home_failover=0: repro/home_failover_off.sh (an open bug).
 #
 #   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0,1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
@@ -65,6 +67,12 @@ home_case() {
 	h0=$(home_moves); r0=$(mrail_stat failover_replayed); m=$(dmesg_mark)
 	prov_fo_start /tmp/fh 16
 	wait_striping || log "rail 1 never carried data"
+	# FH_PHASE: break once rbond_verify printed this (e.g. '^ok 5 ':
+	# the WRITEs checked, its READs under way)
+	if [ -n "${FH_PHASE:-}" ]; then
+		prov_wait_out /tmp/fh_v "$FH_PHASE" 60 ||
+			log "rbond_verify never printed '$FH_PHASE'"
+	fi
 	sleep 1
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	eval "$brk"

@@ -143,6 +143,16 @@ struct rbond_rail {
 	 * the peer address, 0 if none; logged once per silence.
 	 */
 	__be32 silent_peer;
+	/*
+	 * The stall watchdog's samples of the rail's netdev (bytes sent and
+	 * received; rbond_fo_rail_busy()): the last sample, its time (ns),
+	 * the watchdog pass it was taken in, and when (jiffies) the rail
+	 * last moved bytes at half its rate or more.  The watchdog's own.
+	 */
+	u64 nd_bytes;
+	u64 nd_t;
+	u32 nd_pass;
+	unsigned long busy_at;
 };
 
 /* A rail's rate (bytes per 2^20 ns) in kbit/s. */

@@ -514,6 +514,8 @@ bool rbond_fo_recv_wc(struct rbond_qp *qp, unsigned int rail,
 
 static void rbond_fo_watch(struct work_struct *work);
 static DECLARE_DELAYED_WORK(rbond_fo_watch_work, rbond_fo_watch);
+/* the watchdog's passes, for one sample of each rail per pass */
+static u32 rbond_fo_pass;
 
 /*
  * How long rail @r's queue - all multi-rail QPs' bytes outstanding on it,
@@ -546,6 +548,62 @@ static unsigned long rbond_fo_stall_limit(struct rbond_qp *qp, unsigned int r)
 	if (!READ_ONCE(bond->rails[r].rate))
 		return msecs_to_jiffies(ms + 500);
 	return msecs_to_jiffies(ms) + nsecs_to_jiffies(rbond_fo_drain_ns(bond, r));
+}
+
+/*
+ * A rail whose netdev moves bytes at half its measured rate or more is
+ * working, whatever our completions say: a WQE of ours can wait there
+ * behind bytes the bond does not count - the responses we send for the
+ * peer's READs ahead of our own data, the peer's data ahead of the ACKs
+ * and READ responses we wait for - and a limit from our own queue alone
+ * judged such a rail stalled (test_failover_home.sh case 5 with
+ * FH_PHASE='^ok 5 ': "rail 1: no progress for 592 ms (limit 536 ms)",
+ * rail 1 failed over with nothing wrong, and the home, silent a second
+ * later, had no rail to move to).  Such a rail gets RBOND_FO_BUSY_MS
+ * more; a rail that delivers nothing for longer than that fails over
+ * however busy its netdev is (a rail with a second of delay each way,
+ * test_sched_recover.sh).  Silent loss leaves a netdev's counters still:
+ * what the qdisc drops is never sent, what the wire loses never arrives.
+ * The byte counters say nothing of RDMA traffic that bypasses the
+ * netdev (a hardware RoCE NIC counts it elsewhere): no grace there.
+ */
+#define RBOND_FO_BUSY_MS	3000
+#define RBOND_FO_BUSY_MIN	(64 * 1024)	/* per pass, rate unknown */
+
+/* Sample @r's netdev once per watchdog pass @pass.  bond->lock held. */
+static void rbond_fo_rail_sample(struct rbond_dev *bond, unsigned int r,
+				 u32 pass)
+{
+	struct rbond_rail *rail = &bond->rails[r];
+	struct rtnl_link_stats64 st;
+	u64 now = ktime_get_ns(), b, want;
+	u32 rate;
+
+	lockdep_assert_held(&bond->lock);
+	if (rail->nd_pass == pass || !rail->ndev)
+		return;
+	rail->nd_pass = pass;
+	dev_get_stats(rail->ndev, &st);
+	b = st.tx_bytes + st.rx_bytes;
+	if (rail->nd_t && now > rail->nd_t) {
+		rate = READ_ONCE(rail->rate);
+		/* bytes per 2^20 ns over the time since the last sample */
+		want = RBOND_FO_BUSY_MIN;
+		if (rate)
+			want = mul_u64_u32_shr(now - rail->nd_t, rate, 21);
+		if (b - rail->nd_bytes >= want)
+			rail->busy_at = jiffies;
+	}
+	rail->nd_bytes = b;
+	rail->nd_t = now;
+}
+
+/* Whether @r moved bytes at half its rate in the last two passes. */
+static bool rbond_fo_rail_busy(struct rbond_dev *bond, unsigned int r,
+			       unsigned long now)
+{
+	return time_before(now, bond->rails[r].busy_at +
+			   msecs_to_jiffies(2 * RBOND_FO_WATCH_MS));
 }
 
 /*
@@ -759,11 +817,17 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 {
 	struct rbond_qp *qp = mq->qp;
+	struct rbond_dev *bond = mq->bond;
 	unsigned long flags, rails, limit, idle, now = jiffies;
 	unsigned int r;
 
 	if (!READ_ONCE(mq->up))
 		return;
+	mutex_lock(&bond->lock);
+	for (r = 0; r < RBOND_MAX_RAILS; r++)
+		if (rbond_rail_present(bond, r))
+			rbond_fo_rail_sample(bond, r, rbond_fo_pass);
+	mutex_unlock(&bond->lock);
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	rails = qp->s.rails_up & ~BIT(qp->home);
 	for_each_set_bit(r, &rails, RBOND_MAX_RAILS) {
@@ -771,9 +835,22 @@ static void rbond_fo_watch_one(struct rbond_mqp *mq, void *arg)
 			continue;
 		limit = rbond_fo_stall_limit(qp, r);
 		idle = rbond_fo_idle(qp, r, now);
-		if (!limit || idle <= limit ||
-		    !rbond_fo_mark(qp, r, RBOND_FAIL_STALL))
+		if (!limit || idle <= limit)
 			continue;
+		/* a rail at work: our WQE waits behind bytes we do not count */
+		if (rbond_fo_rail_busy(bond, r, now) &&
+		    idle <= limit + msecs_to_jiffies(RBOND_FO_BUSY_MS))
+			continue;
+		if (!rbond_fo_mark(qp, r, RBOND_FAIL_STALL))
+			continue;
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: rail %u: no progress for %u ms (limit %u ms, own %u ms): %u WQEs, %llu bytes in flight, rate %u, netdev busy %u ms ago\n",
+			  qp->ibqp.qp_num, r, jiffies_to_msecs(idle),
+			  jiffies_to_msecs(limit),
+			  jiffies_to_msecs(now - qp->s.progress[r]),
+			  qp->s.inflight[r], (u64)qp->s.obytes[r],
+			  READ_ONCE(bond->rails[r].rate),
+			  jiffies_to_msecs(now - bond->rails[r].busy_at));
 		/* the failure dates from the rail's last progress */
 		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -
 			   jiffies_to_nsecs(idle));
@@ -794,6 +871,7 @@ static void rbond_fo_watch(struct work_struct *work)
 		w->nmine = 0;
 		rbond_ctrl_walk_conns(&it);
 	}
+	rbond_fo_pass++;
 	mutex_lock(&rbond_mq_mutex);
 	rbond_mq_for_each(NULL, rbond_fo_watch_one, w);
 	mutex_unlock(&rbond_mq_mutex);
