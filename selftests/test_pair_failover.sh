@@ -26,7 +26,11 @@
 #      member QP waits for its port (rail0_parked) and is gone once the
 #      link is up again;
 #   7. both rails down on host b (rail 1, then the home; rail 1 back
-#      first): once both are back, a new QP stripes and streams intact.
+#      first): once both are back, a new QP stripes and streams intact;
+#   8. rail 1 silent for 8 s (netem loss 100% on both hosts' rail 1
+#      egress): no port event; the stall watchdog fails it over, the
+#      FENCE goes over rail 0; once the loss ends the rail is taken back
+#      by the rejoin's backoff and health probe.
 #
 #   guest a: rbond0 = [rxe_a0 on a0 10.0.1.1, rxe_a1 on a1 10.0.2.1]
 #                 ||  qemu socket link per rail (127.0.0.1)  ||
@@ -87,20 +91,24 @@ stream_report() {
 	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
 }
 
-# fo_case N BREAKER LABEL: rbond_stream a -> b; host BREAKER takes its
-# rail 1 down for 8 s once rail 1 carries data, then up again
+# fo_case N BREAKERS LABEL [BREAK REPAIR SETTLE]: rbond_stream a -> b;
+# the hosts in BREAKERS (a, b or ab) break their rail 1 once it carries
+# data - BREAK, by default taking the link down - and REPAIR it 8 s later
+# (commands run with $r1 the host's rail-1 netdev); rail 1 must carry
+# data again SETTLE (4) to SETTLE + 6 seconds after the repair (failback)
 fo_case() {
 	local n=$1 brk=$2 label=$3 f0 t0 t1 rc pid mine peer
+	local r1="${me}1" settle=${6:-4}
 	f0=$(rdma_hw_stat rbond0 rail1_failovers)
-	stream_start "pf$n" 30 0
-	if [ "$me" = "$brk" ]; then
-		rail_down "${me}1"; sleep 8; rail_up "${me}1"
-		log "$label: ${me}1 down for 8 s, up at $(date +%T)"
-		pair_put "pf$n.up" 1
+	stream_start "pf$n" $((26 + settle)) 0
+	if [ "${brk#*$me}" != "$brk" ]; then
+		eval "${4:-rail_down \$r1}"; sleep 8; eval "${5:-rail_up \$r1}"
+		log "$label: $r1 broken for 8 s, repaired at $(date +%T)"
+		pair_put "pf$n.up.$me" 1
 	fi
-	pair_get "pf$n.up" 60 >/dev/null
-	# failback: rail 1 carries data again within the stream's last 10 s
-	sleep 4
+	pair_get "pf$n.up.${brk:0:1}" 60 >/dev/null
+	# failback: rail 1 carries data again before the stream ends
+	sleep "$settle"
 	t0=$(rail1_bytes)
 	sleep 6
 	t1=$(rail1_bytes)
@@ -224,7 +232,7 @@ double_case() {
 	pair_sync "pd$n.done" 120
 }
 
-CASES=" $(echo "${PF_CASES:-1 2 3 4 5 6 7}" | tr , " ") "
+CASES=" $(echo "${PF_CASES:-1 2 3 4 5 6 7 8}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
 DDC=/sys/kernel/debug/dynamic_debug/control
 if [ -n "${PF_DEBUG:-}" ]; then
@@ -235,6 +243,9 @@ elif [ -w $DDC ]; then
 fi
 case_on 1 && fo_case 1 a "a1 down on host a only"
 case_on 2 && fo_case 2 b "b1 down on host b only"
+case_on 8 && fo_case 8 ab "rail 1 silent (netem loss 100% on a1 and b1)" \
+	"rail_shape \$r1 ${PF_RATE:-40mbit} '' 100%" \
+	"rail_shape \$r1 ${PF_RATE:-40mbit}" 10
 case_on 3 && home_case 3 a 8 "a0 (home) down for 8 s on host a only"
 case_on 4 && home_case 4 b 8 "b0 (home) down for 8 s on host b only"
 case_on 5 && home_case 5 a good "a0 (home) down for good on host a only"
