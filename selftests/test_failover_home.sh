@@ -26,12 +26,13 @@
 #      down: found by the heartbeat on the control channel;
 #   6. as 5 one way only (B -> A): A hears nothing and moves, its FENCE
 #      moves B.
-# Cases 5 and 6 are not run by default (FH_CASES=5,6 runs them): they
-# reproduce an open bug - rbond_verify's QP pair, in its READ phase when
-# the home rail goes silent, does not move (2026-12-03, 6.1: its READs
-# completed with "transport retry counter exceeded", one host's move was
-# not agreed in 10 s; rbond_stream's pair moved).  Documentation/
-# rdma_bond.rst, "Heartbeat".
+# Cases 5 and 6 are not run by default (FH_CASES=5,6 runs them): the
+# heartbeat they need is off by default.  They found a bug - rbond_verify's
+# QP pair, in its READ phase when the home rail went silent, did not move
+# (2026-12-03): an extra rail failed over for "no progress" under plain
+# load just before left it no rail to move to; fixed 2026-12-04 (the
+# busy-rail grace of the stall watchdog; FH_PHASE='^ok 5 ' 6 of 6).
+# Documentation/rdma_bond.rst, "Heartbeat".
 # FH_PHASE=REGEX breaks the home only once rbond_verify printed REGEX
 # ('^ok 5 ': its WRITEs are checked, its READs under way).
 # With home_failover=0: repro/home_failover_off.sh (an open bug).
