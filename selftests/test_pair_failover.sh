@@ -30,7 +30,9 @@
 #   8. rail 1 silent for 8 s (netem loss 100% on both hosts' rail 1
 #      egress): no port event; the stall watchdog fails it over, the
 #      FENCE goes over rail 0; once the loss ends the rail is taken back
-#      by the rejoin's backoff and health probe.
+#      by the rejoin's backoff and health probe.  Not in the default list
+#      (PF_CASES=8 runs it): with it the pair suite took 529 s in CI on
+#      6.1, past the ~519 s the 6.12 lane has left for its pair suite.
 #
 #   guest a: rbond0 = [rxe_a0 on a0 10.0.1.1, rxe_a1 on a1 10.0.2.1]
 #                 ||  qemu socket link per rail (127.0.0.1)  ||
@@ -232,7 +234,7 @@ double_case() {
 	pair_sync "pd$n.done" 120
 }
 
-CASES=" $(echo "${PF_CASES:-1 2 3 4 5 6 7 8}" | tr , " ") "
+CASES=" $(echo "${PF_CASES:-1 2 3 4 5 6 7}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
 DDC=/sys/kernel/debug/dynamic_debug/control
 if [ -n "${PF_DEBUG:-}" ]; then
