@@ -18,7 +18,9 @@
 #      iterations, rail 0 down for good in the middle;
 #   3. ib_write_bw, one QP, rail 0 down for good half-way: completes, and
 #      rail 1 alone then carries the traffic (>= 0.5 x one plain rail;
-#      the 0.83 target is printed as a BENCH line);
+#      the 0.83 target is printed as a BENCH line); the QP's old home
+#      member, destroyed with its port down, waits for the port
+#      (rail0_parked) and is gone once rail 0 is up;
 #   4. ib_read_bw with 8 QPs, rail 0 down for 8 s: all complete (runs
 #      second; it ran into a test-bed fault fixed since in rail_up: after
 #      a flap the loop topology's routes were gone, see test_topology.sh);
@@ -146,7 +148,17 @@ after=$(echo "($(rail_tx_bytes a1) - $w0) / ($(date +%s.%N) - $t0)" | bc)
 [ $rc = 0 ]
 log_test $? "ib_write_bw completes with the home rail lost for good (rc $rc, home moves $(($(home_moves) - h0)))"
 prov_survivor_check "home rail 0 lost for good" "$after" "$base"
+# ib_write_bw is gone, rail 0 still down: the old home members wait for
+# their port (rxe's skbs may still hold them) and go once it is up
+kept=$(rdma_hw_stat rbond0 rail0_parked)
 restore_rail0
+for i in $(seq 50); do
+	[ "$(rdma_hw_stat rbond0 rail0_parked)" = 0 ] && break
+	sleep 0.2
+done
+left=$(rdma_hw_stat rbond0 rail0_parked)
+[ "${kept:-0}" -gt 0 ] && [ "$left" = 0 ]
+log_test $? "old home members wait for their port: ${kept:-?} objects kept while rail 0 was down, ${left:-?} left 10 s after it came up"
 fi
 
 # 5. silent loss (netem loss 100%) both ways for 8 s: no port event, no
