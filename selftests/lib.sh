@@ -309,6 +309,20 @@ tbf_drops() {
 	done
 	echo $n
 }
+# parked_after BOND RAIL CMD...: run CMD (which brings RAIL's port up),
+# then wait up to 10 s for BOND's member objects kept for that port to
+# go; prints "KEPT LEFT" (railN_parked before CMD, and at the end)
+parked_after() {
+	local b=$1 r=$2 kept i
+	shift 2
+	kept=$(rdma_hw_stat "$b" "rail${r}_parked")
+	"$@" >&2
+	for i in $(seq 50); do
+		[ "$(rdma_hw_stat "$b" "rail${r}_parked")" = 0 ] && break
+		sleep 0.2
+	done
+	echo "${kept:-?} $(rdma_hw_stat "$b" "rail${r}_parked")"
+}
 # mrail_stat KEY: a counter of rdma_bond's module-wide mrail_stats
 mrail_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' /sys/module/rdma_bond/parameters/mrail_stats

@@ -150,14 +150,8 @@ log_test $? "ib_write_bw completes with the home rail lost for good (rc $rc, hom
 prov_survivor_check "home rail 0 lost for good" "$after" "$base"
 # ib_write_bw is gone, rail 0 still down: the old home members wait for
 # their port (rxe's skbs may still hold them) and go once it is up
-kept=$(rdma_hw_stat rbond0 rail0_parked)
-restore_rail0
-for i in $(seq 50); do
-	[ "$(rdma_hw_stat rbond0 rail0_parked)" = 0 ] && break
-	sleep 0.2
-done
-left=$(rdma_hw_stat rbond0 rail0_parked)
-[ "${kept:-0}" -gt 0 ] && [ "$left" = 0 ]
+kept=$(parked_after rbond0 0 restore_rail0); left=${kept#* }; kept=${kept% *}
+[ "$kept" -gt 0 ] 2>/dev/null && [ "$left" = 0 ]
 log_test $? "old home members wait for their port: ${kept:-?} objects kept while rail 0 was down, ${left:-?} left 10 s after it came up"
 fi
 

@@ -135,7 +135,7 @@ fo_case() {
 # other host learns of it from the FENCE (RBOND_FENCE_HOME) only.  Both
 # move the QP's home to rail 1; nothing lost, duplicated or corrupted.
 home_case() {
-	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer us m s0 kept left i
+	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer us m s0 kept left
 	h0=$(mrail_stat home_moves)
 	m=$(dmesg_mark)
 	s0=$(rxe_retry_stats "rxe_${me}1")
@@ -163,14 +163,9 @@ home_case() {
 		# member (and the member CQs and PD it uses) waits for the
 		# port - rxe's skbs on the downed link still hold it - and is
 		# destroyed once the port is up
-		kept=$(rdma_hw_stat rbond0 rail0_parked)
-		rail_up "${me}0"
-		for i in $(seq 50); do
-			[ "$(rdma_hw_stat rbond0 rail0_parked)" = 0 ] && break
-			sleep 0.2
-		done
-		left=$(rdma_hw_stat rbond0 rail0_parked)
-		[ "${kept:-0}" -gt 0 ] && [ "$left" = 0 ]
+		kept=$(parked_after rbond0 0 rail_up "${me}0")
+		left=${kept#* }; kept=${kept% *}
+		[ "$kept" -gt 0 ] 2>/dev/null && [ "$left" = 0 ]
 		log_test $? "$label: the old home member waited for its port: ${kept:-?} objects kept while ${me}0 was down, ${left:-?} left 10 s after it came up"
 	fi
 	stream_report "ph$n"

@@ -40,6 +40,7 @@ struct rbond_parked {
 	struct list_head list;		/* bond->parked[rail] */
 	enum rbond_park_type type;
 	union {
+		void *obj;
 		struct ib_qp *qp;
 		struct ib_srq *srq;
 		struct ib_cq *cq;
@@ -198,16 +199,32 @@ void rbond_member_destroy_qp(struct rbond_dev *bond, unsigned int rail,
 
 /*
  * A member object a kept QP may still use (usecnt: the core counts the
- * QPs on a CQ, SRQ or PD) waits behind it.  park_lock held.
+ * QPs on a CQ, SRQ or PD) waits behind it, its handlers cut off from the
+ * bond object it served.  Return: true if kept (the caller does not
+ * destroy it).
  */
-static struct rbond_parked *rbond_park_needed(struct rbond_dev *bond,
-					      unsigned int rail,
-					      atomic_t *usecnt)
+static bool rbond_park_behind(struct rbond_dev *bond, unsigned int rail,
+			      enum rbond_park_type type, void *obj,
+			      atomic_t *usecnt)
 {
-	lockdep_assert_held(&bond->park_lock);
-	if (list_empty(&bond->parked[rail]) || !atomic_read(usecnt))
-		return NULL;
-	return kzalloc(sizeof(struct rbond_parked), GFP_KERNEL);
+	struct rbond_parked *p = NULL;
+
+	mutex_lock(&bond->park_lock);
+	if (!list_empty(&bond->parked[rail]) && atomic_read(usecnt))
+		p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (p) {
+		p->type = type;
+		p->obj = obj;
+		if (type == RBOND_PARK_CQ) {
+			WRITE_ONCE(p->cq->comp_handler, rbond_park_comp);
+			WRITE_ONCE(p->cq->event_handler, rbond_park_event);
+		} else if (type == RBOND_PARK_SRQ) {
+			WRITE_ONCE(p->srq->event_handler, rbond_park_event);
+		}
+		rbond_park_add(bond, rail, p);
+	}
+	mutex_unlock(&bond->park_lock);
+	return p;
 }
 
 /**
@@ -220,19 +237,7 @@ static struct rbond_parked *rbond_park_needed(struct rbond_dev *bond,
 void rbond_member_destroy_cq(struct rbond_dev *bond, unsigned int rail,
 			     struct ib_cq *mcq)
 {
-	struct rbond_parked *p;
-
-	mutex_lock(&bond->park_lock);
-	p = rbond_park_needed(bond, rail, &mcq->usecnt);
-	if (p) {
-		WRITE_ONCE(mcq->comp_handler, rbond_park_comp);
-		WRITE_ONCE(mcq->event_handler, rbond_park_event);
-		p->type = RBOND_PARK_CQ;
-		p->cq = mcq;
-		rbond_park_add(bond, rail, p);
-	}
-	mutex_unlock(&bond->park_lock);
-	if (!p)
+	if (!rbond_park_behind(bond, rail, RBOND_PARK_CQ, mcq, &mcq->usecnt))
 		ib_destroy_cq(mcq);
 }
 
@@ -245,18 +250,8 @@ void rbond_member_destroy_cq(struct rbond_dev *bond, unsigned int rail,
 void rbond_member_destroy_srq(struct rbond_dev *bond, unsigned int rail,
 			      struct ib_srq *msrq)
 {
-	struct rbond_parked *p;
-
-	mutex_lock(&bond->park_lock);
-	p = rbond_park_needed(bond, rail, &msrq->usecnt);
-	if (p) {
-		WRITE_ONCE(msrq->event_handler, rbond_park_event);
-		p->type = RBOND_PARK_SRQ;
-		p->srq = msrq;
-		rbond_park_add(bond, rail, p);
-	}
-	mutex_unlock(&bond->park_lock);
-	if (!p)
+	if (!rbond_park_behind(bond, rail, RBOND_PARK_SRQ, msrq,
+			       &msrq->usecnt))
 		ib_destroy_srq(msrq);
 }
 
@@ -269,17 +264,7 @@ void rbond_member_destroy_srq(struct rbond_dev *bond, unsigned int rail,
 void rbond_member_dealloc_pd(struct rbond_dev *bond, unsigned int rail,
 			     struct ib_pd *mpd)
 {
-	struct rbond_parked *p;
-
-	mutex_lock(&bond->park_lock);
-	p = rbond_park_needed(bond, rail, &mpd->usecnt);
-	if (p) {
-		p->type = RBOND_PARK_PD;
-		p->pd = mpd;
-		rbond_park_add(bond, rail, p);
-	}
-	mutex_unlock(&bond->park_lock);
-	if (!p)
+	if (!rbond_park_behind(bond, rail, RBOND_PARK_PD, mpd, &mpd->usecnt))
 		ib_dealloc_pd(mpd);
 }
 
