@@ -159,23 +159,26 @@ prov_survivor_check "rail 1 lost for good" "$after" "$base"
 rail_up a1
 _wait_gid rxe_a1; _wait_gid rxe_b1
 
-# 7. eight QPs of RDMA READs, rail 1 down for 8 s: all complete.  The
-# surviving rail's queue drops are logged: twice (of many runs) this case
-# failed with 6.1 rxe's own "rxe_comp.c:756" WARN (debug-kernel patch
-# 0002: a response that fits no WQE); a drop would put rxe into go-back-N
-# READ retries, but three runs of this case on 2026-12-03 dropped nothing
-# (with perftest's default outstanding READs and with -o 2), so the cause
-# is still open (Documentation/testing.rst).
+# 7. eight QPs of RDMA READs, rail 1 down for 8 s: all complete.  Twice
+# (of many runs) this case failed with 6.1 rxe's own "rxe_comp.c:756"
+# WARN (debug-kernel patch 0002: a response that fits no WQE), as
+# test_failover_home's case 4 did on 6.12 - there only in runs whose
+# surviving rail's queue dropped packets: rxe allows 128 outstanding PSNs
+# per QP, 8 QPs' READ responses on one rail overfill tbf's 4 MB queue,
+# and rxe's go-back-N READ retries reach the WARN.  Four outstanding
+# READs per QP (-o 4) keep the bed lossless; the drops are asserted.
 f0=$(mrail_stat failovers)
 d0=$(tbf_drops a0 b0)
-prov_bw_start rbond1 rbond0 250 ib_read_bw -q 8
+prov_bw_start rbond1 rbond0 250 ib_read_bw -q 8 -o 4
 wait_striping && sleep 2
 rail_down a1; sleep 8; rail_up a1
 prov_bw_wait; rc=$?
-[ $rc = 0 ] || tail -n 5 /tmp/prov_bw | sed 's/^/#   /'
-log "ib_read_bw, 8 QPs: rail 0's queues dropped $(($(tbf_drops a0 b0) - d0)) packets"
+[ $rc = 0 ] || grep -v '^ *[0-9]' /tmp/prov_bw | tail -n 8 | sed 's/^/#   /'
 [ $rc = 0 ]
 log_test $? "ib_read_bw, 8 QPs, completes across an 8 s link loss (rc $rc, failovers $(($(mrail_stat failovers) - f0)))"
+d0=$(($(tbf_drops a0 b0) - d0))
+[ $d0 = 0 ]
+log_test $? "ib_read_bw, 8 QPs: rail 0's queues dropped nothing (a lossless fabric, as the bed promises: $d0 drops)"
 
 for d in a0 a1 b0 b1; do rail_unshape $d; done
 echo 0 > $P/multirail
