@@ -32,7 +32,12 @@
 #   5. as 1 with silent loss (netem loss 100%, both ways) instead of link
 #      down: found by the heartbeat on the control channel;
 #   6. as 5 one way only (B -> A): A hears nothing and moves, its FENCE
-#      moves B.
+#      moves B;
+#   7. as 3, and the bond is deleted while the old home members wait for
+#      their port: they go with it, nothing of the bond's is left on
+#      rxe_a0; 8. the same with the member device removed (rdma link
+#      delete rxe_a0) instead.  Opt-in (FH_CASES=7,8: they rebuild
+#      rbond0, rail 0 last in 8).
 # Cases 5 and 6 are not run by default (FH_CASES=5,6 runs them): the
 # heartbeat they need is off by default.  They found a bug - rbond_verify's
 # QP pair, in its READ phase when the home rail went silent, did not move
@@ -186,6 +191,53 @@ fi
 # A moves the home and its FENCE (over rail 1) moves B's
 home_case 6 "home one-way loss" "rail_shape b0 $RATE '' 100%" "rail_shape b0 $RATE"
 silent_ms 0
+
+# bond_objs DEV: the member QPs, CQs and PDs rdma_bond has on DEV
+# ("Q C P"); the control channel's connections are module-wide (kept
+# until the module unloads) and not counted: one rdma_cm QP, one CQ and
+# one PD each
+bond_objs() {
+	local n q c p
+	rdma res show qp link "$1" > /tmp/bo.qp 2>/dev/null || return 0
+	n=$(grep -c 'comm \[rdma_cm\]' /tmp/bo.qp)
+	q=$(grep -c 'comm \[rdma_bond\]' /tmp/bo.qp)
+	c=$(rdma res show cq dev "$1" 2>/dev/null | grep -c 'comm \[rdma_bond\]')
+	p=$(rdma res show pd dev "$1" 2>/dev/null | grep -c 'comm \[rdma_bond\]')
+	echo "$q $((c - n)) $((p - n))"
+}
+
+# park_case N LABEL ACTION REBUILD: ib_write_bw with the home rail lost
+# for good half-way (as 3); once it is gone, its old home members wait for
+# rail 0's port, and ACTION (bond or member device deletion) must destroy
+# them at once, the port still down; REBUILD puts rbond0 back
+park_case() {
+	local n=$1 label=$2 act=$3 fix=$4 kept rc t0 left
+	case_on "$n" || return 0
+	prov_bw_start rbond1 rbond0 600
+	wait_striping && sleep 2
+	rail_down a0
+	prov_bw_wait || log "$label: ib_write_bw failed"
+	sleep 1
+	kept=$(rdma_hw_stat rbond0 rail0_parked)
+	t0=$(date +%s)
+	eval "$act"; rc=$?
+	left=$(bond_objs rxe_a0)
+	log "$label: $kept objects waited; '$act' rc $rc in $(($(date +%s) - t0)) s; rdma_bond's QPs, CQs, PDs left on rxe_a0: ${left:-device gone}"
+	[ "${left:-0 0 0}" = "0 0 0" ] || for t in "qp link" "cq dev" "pd dev"; do
+		rdma res show $t rxe_a0 | sed "s/^/#   $t: /"
+	done
+	[ "${kept:-0}" -gt 0 ] && [ $rc = 0 ] && [ "${left:-0 0 0}" = "0 0 0" ]
+	log_test $? "$label: what waited for the port went at once ($kept objects; left on rxe_a0: ${left:-none, the device is gone})"
+	eval "$fix"
+	_wait_gid rbond0
+	rbond_bonds | grep -qx rbond0 && [ "$(rdma_hw_stat rbond0 rail0_parked)" = 0 ]
+	log_test $? "$label: rbond0 rebuilt over both rails"
+}
+park_case 7 "bond deleted while members wait" "rdma link delete rbond0" \
+	"restore_rail0; rbond_create rbond0 a"
+park_case 8 "member device removed while members wait" \
+	"rdma link delete rxe_a0" \
+	"rail_up a0; _rxe_add a0; _wait_gid rxe_a0; _wait_gid rxe_b0; rdma link add rbond0 type bond netdev a0"
 
 for d in a0 a1 b0 b1; do rail_unshape $d; done
 echo 0 > $P/multirail

@@ -33,6 +33,12 @@
 #      by the rejoin's backoff and health probe.  Not in the default list
 #      (PF_CASES=8 runs it): with it the pair suite took 529 s in CI on
 #      6.1, past the ~519 s the 6.12 lane has left for its pair suite.
+#   9. host b's rail-1 device removed (rdma link delete rxe_b1) for 8 s,
+#      then added again (rxe_b1, and rail 1 of rbond0): b fails over on
+#      the removal and fences a's member; a fails over on the FENCE; the
+#      device is rail 1 of b's bond again (the QP does not take it back:
+#      a device added again serves new objects only).  Opt-in
+#      (PF_CASES=9), as 8.
 #
 #   guest a: rbond0 = [rxe_a0 on a0 10.0.1.1, rxe_a1 on a1 10.0.2.1]
 #                 ||  qemu socket link per rail (127.0.0.1)  ||
@@ -93,6 +99,24 @@ stream_report() {
 	grep -E '^(ok|not ok)|^# client|^# wr_id|^# server' "$out" | sed 's/^/# /'
 }
 
+# fo_count: this host's failovers of rail 1 (FO_STAT=failovers: of any
+# rail - a removed rail's counters start again when it is added back)
+fo_count() {
+	if [ "${FO_STAT:-}" = failovers ]; then
+		mrail_stat failovers
+	else
+		rdma_hw_stat rbond0 rail1_failovers
+	fi
+}
+
+# readd_rail DEV: after its removal, DEV's rxe device again, and DEV as a
+# rail of rbond0 again
+readd_rail() {
+	rdma link add "rxe_$1" type rxe netdev "$1" 2>/dev/null
+	_wait_gid "rxe_$1"
+	rdma link add rbond0 type bond netdev "$1"
+}
+
 # fo_case N BREAKERS LABEL [BREAK REPAIR SETTLE]: rbond_stream a -> b;
 # the hosts in BREAKERS (a, b or ab) break their rail 1 once it carries
 # data - BREAK, by default taking the link down - and REPAIR it 8 s later
@@ -101,7 +125,7 @@ stream_report() {
 fo_case() {
 	local n=$1 brk=$2 label=$3 f0 t0 t1 rc pid mine peer
 	local r1="${me}1" settle=${6:-4}
-	f0=$(rdma_hw_stat rbond0 rail1_failovers)
+	f0=$(fo_count)
 	stream_start "pf$n" $((26 + settle)) 0
 	if [ "${brk#*$me}" != "$brk" ]; then
 		eval "${4:-rail_down \$r1}"; sleep 8; eval "${5:-rail_up \$r1}"
@@ -118,14 +142,24 @@ fo_case() {
 	stream_report "pf$n"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
-	mine=$(( $(rdma_hw_stat rbond0 rail1_failovers) - f0 ))
+	mine=$(( $(fo_count) - f0 ))
 	pair_put "pf$n.fo.$me" "$mine"
 	peer=$(pair_get "pf$n.fo.$(pair_peer)" 60)
 	log "$label: rail1_failovers here $mine, on the peer ${peer:-?}; $(dmesg | grep -E 'rbond0: (rail 1|QP .*rail 1)' | tail -n 3 | tr '\n' ';')"
 	[ "$mine" -gt 0 ]
 	log_test $? "$label: host $me failed over from rail 1"
-	[ $((t1 - t0)) -gt 1000000 ]
-	log_test $? "$label: host $me uses rail 1 again after it came back ($(((t1 - t0) / 1000)) kB in 6 s)"
+	if [ "${FO_BACK:-}" = device ]; then
+		# a device added again serves new objects only: the QP
+		# keeps rail 0 (Documentation/rdma_bond.rst, "Failback")
+		log "$label: rail 1 after it was added again: $(((t1 - t0) / 1000)) kB in 6 s (the QP does not take a new device back)"
+		if [ "${brk#*$me}" != "$brk" ]; then
+			grep -q "^1 rxe_$r1 $r1 active\$" /sys/class/infiniband/rbond0/bond/rails
+			log_test $? "$label: host $me has rail 1 back in rbond0"
+		fi
+	else
+		[ $((t1 - t0)) -gt 1000000 ]
+		log_test $? "$label: host $me uses rail 1 again after it came back ($(((t1 - t0) / 1000)) kB in 6 s)"
+	fi
 	pair_sync "pf$n.done" 120
 }
 
@@ -243,6 +277,8 @@ case_on 2 && fo_case 2 b "b1 down on host b only"
 case_on 8 && fo_case 8 ab "rail 1 silent (netem loss 100% on a1 and b1)" \
 	"rail_shape \$r1 ${PF_RATE:-40mbit} '' 100%" \
 	"rail_shape \$r1 ${PF_RATE:-40mbit}" 10
+case_on 9 && FO_STAT=failovers FO_BACK=device fo_case 9 b "b1's device removed on host b only" \
+	"rdma link delete rxe_\$r1" "readd_rail \$r1"
 case_on 3 && home_case 3 a 8 "a0 (home) down for 8 s on host a only"
 case_on 4 && home_case 4 b 8 "b0 (home) down for 8 s on host b only"
 case_on 5 && home_case 5 a good "a0 (home) down for good on host a only"
