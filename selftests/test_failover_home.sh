@@ -211,14 +211,18 @@ bond_objs() {
 # rail 0's port, and ACTION (bond or member device deletion) must destroy
 # them at once, the port still down; REBUILD puts rbond0 back
 park_case() {
-	local n=$1 label=$2 act=$3 fix=$4 kept rc t0 left
+	local n=$1 label=$2 act=$3 fix=$4 kept rc t0 left h0
 	case_on "$n" || return 0
-	prov_bw_start rbond1 rbond0 600
+	h0=$(home_moves)
+	prov_bw_start rbond1 rbond0 1500
 	wait_striping && sleep 2
 	rail_down a0
 	prov_bw_wait || log "$label: ib_write_bw failed"
 	sleep 1
 	kept=$(rdma_hw_stat rbond0 rail0_parked)
+	# the fault must have come while the QP was there (a slow kernel)
+	[ $(($(home_moves) - h0)) -ge 1 ] ||
+		log "$label: no home move: ib_write_bw ended before rail 0 went down?"
 	t0=$(date +%s)
 	eval "$act"; rc=$?
 	left=$(bond_objs rxe_a0)
