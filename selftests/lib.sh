@@ -323,6 +323,13 @@ parked_after() {
 	done
 	echo "${kept:-?} $(rdma_hw_stat "$b" "rail${r}_parked")"
 }
+# readd_rail DEV [BOND]: after the removal of rxe_DEV, rxe_DEV again and
+# DEV as a rail of BOND (rbond0) again
+readd_rail() {
+	_rxe_add "$1" 2>/dev/null
+	_wait_gid "rxe_$1"
+	rdma link add "${2:-rbond0}" type bond netdev "$1"
+}
 # mrail_stat KEY: a counter of rdma_bond's module-wide mrail_stats
 mrail_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' /sys/module/rdma_bond/parameters/mrail_stats

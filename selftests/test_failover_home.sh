@@ -241,7 +241,7 @@ park_case 7 "bond deleted while members wait" "rdma link delete rbond0" \
 	"restore_rail0; rbond_create rbond0 a"
 park_case 8 "member device removed while members wait" \
 	"rdma link delete rxe_a0" \
-	"rail_up a0; _rxe_add a0; _wait_gid rxe_a0; _wait_gid rxe_b0; rdma link add rbond0 type bond netdev a0"
+	"rail_up a0; readd_rail a0; _wait_gid rxe_b0"
 
 for d in a0 a1 b0 b1; do rail_unshape $d; done
 echo 0 > $P/multirail

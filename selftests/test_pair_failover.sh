@@ -109,14 +109,6 @@ fo_count() {
 	fi
 }
 
-# readd_rail DEV: after its removal, DEV's rxe device again, and DEV as a
-# rail of rbond0 again
-readd_rail() {
-	rdma link add "rxe_$1" type rxe netdev "$1" 2>/dev/null
-	_wait_gid "rxe_$1"
-	rdma link add rbond0 type bond netdev "$1"
-}
-
 # fo_case N BREAKERS LABEL [BREAK REPAIR SETTLE]: rbond_stream a -> b;
 # the hosts in BREAKERS (a, b or ab) break their rail 1 once it carries
 # data - BREAK, by default taking the link down - and REPAIR it 8 s later
