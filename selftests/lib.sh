@@ -334,6 +334,21 @@ readd_rail() {
 mrail_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' /sys/module/rdma_bond/parameters/mrail_stats
 }
+# stream_ok RC LOST0 [server]: whether rbond_stream's exit status RC
+# is a pass: 0; or 3 - the stream ended at a FETCH_ADD that ran on a
+# failed home rail but whose reply was lost with it, the one error a home
+# move gives (Documentation/rdma_bond.rst, "The home rail"), after both
+# sides checked it (every SEND before it arrived, it ran exactly once) -
+# and this host's atomics_lost counter is past LOST0 (on the client's
+# host: the server's has nothing to count)
+stream_ok() {
+	case $1 in
+	0) return 0 ;;
+	3) [ "${3:-}" = server ] || [ "$(mrail_stat atomics_lost)" -gt "$2" ] ;;
+	*) return 1 ;;
+	esac
+}
+
 rail_unshape() { tc qdisc del dev "$1" root 2>/dev/null; true; }
 rail_down() { ip link set "$1" down; }
 # rail_up DEV: the link up again, with what its going down removed: an

@@ -65,7 +65,7 @@ fo_case() {
 	[ $rc = 0 ]
 	vok=$?
 	log_test $vok "$label: rbond_verify intact across the failure ($(grep -c '^ok' /tmp/fo_v) checks)"
-	grep -h '^# client:\|^ok' /tmp/fo_s /tmp/fo_s.srv | sed 's/^/# stream: /'
+	prov_stream_report /tmp/fo_s $src
 	[ $src = 0 ]
 	log_test $? "$label: rbond_stream: SENDs in order, none lost or duplicated, data intact, counter exact"
 	[ "$(mrail_stat failovers)" -gt "$f0" ] && [ "$a1" -gt "$a0" ]

@@ -72,7 +72,7 @@ hr_case() {
 		log_test $? "$label: the member refused it (probe_recv_errors moved, probe_recvs did not)"
 	fi
 	wait $spid; src=$?
-	grep -h '^# client:' /tmp/hr_s$n /tmp/hr_s$n.srv | sed 's/^/# stream: /'
+	prov_stream_report /tmp/hr_s$n $src
 	[ $src = 0 ]
 	log_test $? "$label: rbond_stream intact across it (nothing lost, duplicated or corrupted)"
 	log "$label: rbond0 rail1_failovers +$(($(rdma_hw_stat rbond0 rail1_failovers) - a0))," \

@@ -638,7 +638,7 @@ void rbond_post_free(struct rbond_qp *qp);
 void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok);
 unsigned int rbond_post_recv_move(struct rbond_qp *qp, unsigned int rail);
 unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
-				    u32 epsn, u64 *bytes);
+				    u32 epsn, u64 *bytes, unsigned int *lost);
 
 /* rbond_comp.c */
 bool rbond_qp_recv_deliver(struct rbond_dev *bond, struct rbond_qp *qp,

@@ -292,9 +292,9 @@ static void rbond_fo_rail_back_one(struct rbond_mqp *mq, void *arg)
 {
 	struct rbond_fo_walk *a = arg;
 
-	if (!test_bit(a->rail, &mq->fo_failed) &&
-	    !test_bit(a->rail, &mq->fo_want))
-		return;
+	if ((!test_bit(a->rail, &mq->fo_failed) &&
+	     !test_bit(a->rail, &mq->fo_want)) || READ_ONCE(mq->home_moved))
+		return;	/* a QP whose home moved is not counted: it keeps its rails */
 	rbond_fo_want_rejoin(mq, a->rail, RBOND_REJOIN_HOLD_MS);
 	a->n++;
 }
@@ -1353,7 +1353,7 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 	struct rbond_conn *conn;
 	unsigned long flags;
 	u64 bytes = 0, us;
-	unsigned int n;
+	unsigned int n, lost = 0;
 	bool added;
 
 	lockdep_assert_held(&mq->lock);
@@ -1384,7 +1384,7 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 	mq->mv_conn = NULL;
 	mq->peer_home = m->peer;
 	WRITE_ONCE(mq->home_moved, true);
-	n = rbond_post_home_replay(qp, old, mq->mv_peer_epsn, &bytes);
+	n = rbond_post_home_replay(qp, old, mq->mv_peer_epsn, &bytes, &lost);
 	qp->home = nh;
 	qp->s.home = nh;
 	qp->s.rails_up |= BIT(nh);
@@ -1413,6 +1413,13 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 			       qp->ibqp.qp_num, old,
 			       rbond_fail_reason_name(READ_ONCE(mq->fo_reason[old])),
 			       nh, n, bytes, us);
+	if (lost) {
+		/* the one error a move gives (Documentation: "The home rail") */
+		atomic64_add(lost, &rbond_mstats.atomics_lost);
+		ibdev_warn_ratelimited(&bond->ibdev,
+				       "QP 0x%x: %u atomic(s) ran on home rail %u but the reply was lost with it: completed with retry exceeded\n",
+				       qp->ibqp.qp_num, lost, old);
+	}
 	rbond_fo_home_end(mq, old);
 }
 

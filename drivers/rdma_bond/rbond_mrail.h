@@ -83,6 +83,7 @@ struct rbond_mstats {
 	/* modify_qp(RTS) waits that ended before the extra rails were up */
 	atomic64_t upgrade_timeouts;
 	atomic64_t home_moves;		/* QPs whose home rail moved */
+	atomic64_t atomics_lost;	/* ran on a failed home, reply lost */
 };
 
 extern struct rbond_mstats rbond_mstats;

@@ -868,6 +868,7 @@ static bool rbond_psn_before(u32 a, u32 b)
  * @epsn: the PSN the peer's responder on it expected next (it executed
  *	everything before, in order, and nothing from it on)
  * @bytes: add the bytes to be posted again here
+ * @lost: add the atomics that ran but whose reply was lost here
  *
  * Each slot of @old not completed, in posting order: executed by the
  * responder (its last PSN before @epsn) - a SEND, WRITE or
@@ -881,7 +882,7 @@ static bool rbond_psn_before(u32 a, u32 b)
  * Return: the number of WQEs to be posted again.
  */
 unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
-				    u32 epsn, u64 *bytes)
+				    u32 epsn, u64 *bytes, unsigned int *lost)
 {
 	struct rbond_swqe *e;
 	struct rbond_wqe *l;
@@ -909,6 +910,7 @@ unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
 		if (ran && (op == IB_WR_ATOMIC_CMP_AND_SWP ||
 			    op == IB_WR_ATOMIC_FETCH_AND_ADD)) {
 			rbond_sq_complete(qp, s, IB_WC_RETRY_EXC_ERR);
+			(*lost)++;
 			continue;
 		}
 		if (ran && op != IB_WR_RDMA_READ) {

@@ -79,6 +79,8 @@ prov_cs() {
 		"$(prov_ip "$sdev")" >"$out" 2>&1
 	rc=$?
 	wait $spid; src=$?
+	# rbond_stream's lost atomic reply, checked by both (stream_ok in lib.sh)
+	[ $rc = 3 ] && [ $src = 3 ] && return 3
 	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
 		log "$cmd $*: client($cdev) rc=$rc server($sdev) rc=$src"
 		tail -n 15 "$out" | sed 's/^/#   client: /'
@@ -86,6 +88,16 @@ prov_cs() {
 		return 1
 	fi
 	return 0
+}
+
+# prov_stream_report OUT RC: rbond_stream's summary (OUT, OUT.srv) as
+# comment lines; when RC is not 0 also every check and diagnostic of both
+# sides, so that the reason stands next to the failed test line
+prov_stream_report() {
+	local pat='^# client:\|^ok'
+	[ "$2" = 0 ] || pat='^#\|^ok\|^not ok'
+	grep -h "$pat" "$1" "$1.srv" 2>/dev/null | grep -v '^# [0-9]* failed' |
+		sed 's/^/# stream: /'
 }
 
 # prov_wait_out FILE PATTERN [SECS]: up to SECS (60) for a line matching

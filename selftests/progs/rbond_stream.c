@@ -30,20 +30,32 @@
  *          -w WINDOW (8)  -t SECONDS (20)  -n COUNT (0: by time)
  *          -u ACK_TIMEOUT (18)  -R (MRs relaxed-ordered)
  * Output is TAP-like; exit status 0 only if every check passed.
+ *
+ * One error is the bond's documented answer to a failed home rail
+ * (Documentation/rdma_bond.rst, "The home rail"): a FETCH_ADD that ran on
+ * the old home but whose reply was lost with it completes with "retry
+ * exceeded" - its result cannot be known and it must not run twice.  The
+ * client then tells the server over TCP, the server checks that every
+ * SEND up to it arrived and that its counter says the atomic ran exactly
+ * once, and both exit with status 3 (not 0: the stream ended early).
  */
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include "common.h"
 
 #define SLOTS		32
 #define MSG_SZ		64
 #define FIN		0xffffffffu
+#define LOST		0x4c4f5354u	/* TCP: a FETCH_ADD's reply was lost */
+#define EXIT_LOST	3
 
 enum { OP_WRITE, OP_SEND, OP_FADD, OP_READ, OP_FIN };
 
@@ -113,6 +125,7 @@ static int post(struct ibv_send_wr *wr)
  */
 static uint64_t next_wr;	/* wr_id expected next */
 static long bad;
+static long lost_fadd = -1;	/* the FETCH_ADD whose reply was lost */
 
 static int client_wc(const struct ibv_wc *wc, const uint64_t *fadd,
 		     const uint8_t *rbuf)
@@ -120,6 +133,13 @@ static int client_wc(const struct ibv_wc *wc, const uint64_t *fadd,
 	uint32_t seq = wc->wr_id >> 3;
 	int op = wc->wr_id & 7;
 
+	if (wc->status == IBV_WC_RETRY_EXC_ERR && op == OP_FADD &&
+	    wc->wr_id == next_wr) {
+		diag("FETCH_ADD %u: %s: it ran on a failed home rail and its reply was lost with it",
+		     seq, wc_status_name(wc->status));
+		lost_fadd = seq;
+		return -1;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		diag("wr_id 0x%llx: %s", (unsigned long long)wc->wr_id,
 		     wc_status_name(wc->status));
@@ -283,12 +303,42 @@ static int post_recv(uint8_t *buf, struct ibv_mr *mr, uint32_t i)
 	return ibv_post_recv(qp, &r, &badr);
 }
 
+/*
+ * Server: the next completion, or what the client said over TCP while
+ * none came: 1 a completion, 0 the client's FETCH_ADD @lost ran but its
+ * reply was lost (it stopped), -1 nothing for @secs or the client gone.
+ */
+static int server_next(struct ibv_wc *wc, int secs, uint32_t *lost)
+{
+	uint64_t end = now_ms() + secs * 1000ull;
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	uint32_t m[2];
+
+	while (now_ms() < end) {
+		if (poll_n(cq, wc, 1, 100) == 1)
+			return 1;
+		if (poll(&pfd, 1, 0) != 1)
+			continue;
+		if (recv(sock, m, sizeof(m), MSG_WAITALL) != sizeof(m) ||
+		    be32toh(m[0]) != LOST) {
+			diag("server: the client went away");
+			return -1;
+		}
+		*lost = be32toh(m[1]);
+		return 0;
+	}
+	diag("server: no SEND for %d s", secs);
+	return -1;
+}
+
 static int run_server(uint8_t *tgt, uint64_t *counter)
 {
 	uint32_t expect = 0, nrecv = opt.window * 2 + 2, i;
 	struct ibv_mr *mr;
 	uint8_t *rb;
 	struct ibv_wc wc;
+	uint32_t lost = FIN;
+	int got;
 
 	mr = reg((void **)&rb, nrecv * MSG_SZ, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
@@ -303,9 +353,17 @@ static int run_server(uint8_t *tgt, uint64_t *counter)
 		struct msg *m;
 		uint32_t seq, slot;
 
-		if (poll_n(cq, &wc, 1, (opt.secs + 120) * 1000) != 1) {
-			tap_ok(false, "server: no SEND for %d s after seq %u",
-			       opt.secs + 120, expect);
+		/* told of a lost reply: the SENDs still on their way, then */
+		got = server_next(&wc, lost == FIN ? opt.secs + 120 : 2, &lost);
+		if (got <= 0 && lost != FIN) {
+			tap_ok(expect == lost + 1, "server: %u SENDs in order, the last one just before the client's FETCH_ADD %u whose reply was lost",
+			       expect, lost);
+			tap_ok(*counter == lost + 1, "server: counter %llu == %u: every FETCH_ADD up to that one ran exactly once",
+			       (unsigned long long)*counter, lost + 1);
+			return EXIT_LOST;
+		}
+		if (got != 1) {
+			tap_ok(false, "server: no SEND after seq %u", expect);
 			return -1;
 		}
 		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) {
@@ -476,10 +534,18 @@ int main(int argc, char **argv)
 	} else {
 		ret = run_server(tgt, counter);
 	}
-	if (ret)
+	if (ret && opt.server && lost_fadd >= 0) {
+		uint32_t m[2] = { htobe32(LOST), htobe32(lost_fadd) };
+
+		tap_ok(write(sock, m, sizeof(m)) == sizeof(m),
+		       "client: stream ended by FETCH_ADD %ld, its reply lost with the failed home rail (told the server)",
+		       lost_fadd);
+		ret = EXIT_LOST;
+	} else if (ret && ret != EXIT_LOST) {
 		tap_ok(false, "%s stream", opt.server ? "client" : "server");
-	else
+	} else if (!ret) {
 		check_path(qp, &pi, co.timeout);
+	}
 out:
 	if (qp)
 		ibv_destroy_qp(qp);
@@ -489,5 +555,6 @@ out:
 		dev_close(&d);
 	if (sock >= 0)
 		close(sock);
-	return tap_end();
+	c = tap_end();
+	return !c && ret == EXIT_LOST ? EXIT_LOST : c;
 }
