@@ -334,17 +334,18 @@ readd_rail() {
 mrail_stat() {
 	awk -v k="$1" '$1 == k { print $2 }' /sys/module/rdma_bond/parameters/mrail_stats
 }
-# stream_ok RC LOST0 [server]: whether rbond_stream's exit status RC
-# is a pass: 0; or 3 - the stream ended at a FETCH_ADD that ran on a
+# stream_ok RC LOST0 LABEL [server]: whether rbond_stream's exit status
+# RC is a pass: 0; or 3 - the stream ended at a FETCH_ADD that ran on a
 # failed home rail but whose reply was lost with it, the one error a home
 # move gives (Documentation/rdma_bond.rst, "The home rail"), after both
 # sides checked it (every SEND before it arrived, it ran exactly once) -
 # and this host's atomics_lost counter is past LOST0 (on the client's
-# host: the server's has nothing to count)
+# host: the server's has nothing to count); 3 is logged under LABEL
 stream_ok() {
 	case $1 in
 	0) return 0 ;;
-	3) [ "${3:-}" = server ] || [ "$(mrail_stat atomics_lost)" -gt "$2" ] ;;
+	3)	log "$3: rbond_stream ended early, at a FETCH_ADD whose reply was lost with the home rail (atomics_lost +$(($(mrail_stat atomics_lost) - $2)) here): the one error a home move gives, checked by both sides"
+		[ "${4:-}" = server ] || [ "$(mrail_stat atomics_lost)" -gt "$2" ] ;;
 	*) return 1 ;;
 	esac
 }
