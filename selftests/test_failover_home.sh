@@ -194,9 +194,8 @@ home_case 6 "home one-way loss" "rail_shape b0 $RATE '' 100%" "rail_shape b0 $RA
 silent_ms 0
 
 # bond_objs DEV: the member QPs, CQs and PDs rdma_bond has on DEV
-# ("Q C P"); the control channel's connections are module-wide (kept
-# until the module unloads) and not counted: one rdma_cm QP, one CQ and
-# one PD each
+# ("Q C P"); not the control channel's connections (one rdma_cm QP, one
+# CQ and one PD each: ctrl_ids)
 bond_objs() {
 	local n q c p
 	rdma res show qp link "$1" > /tmp/bo.qp 2>/dev/null || return 0
@@ -205,6 +204,33 @@ bond_objs() {
 	c=$(rdma res show cq dev "$1" 2>/dev/null | grep -c 'comm \[rdma_bond\]')
 	p=$(rdma res show pd dev "$1" 2>/dev/null | grep -c 'comm \[rdma_bond\]')
 	echo "$q $((c - n)) $((p - n))"
+}
+
+# ctrl_ids DEV...: the control channel's cm_ids (listeners, connections)
+# on the DEVs' IPv4 addresses
+ctrl_ids() {
+	local d ip n=0
+	for d in "$@"; do
+		ip=$(ip -4 -o addr show dev "$d" | awk '{ print $4 }' | cut -d/ -f1)
+		[ -n "$ip" ] || continue
+		n=$((n + $(rdma res show cm_id 2>/dev/null |
+			grep 'comm \[rdma_bond\]' | grep -c "src-addr $ip:")))
+	done
+	echo $n
+}
+# ctrl_gone_check: once rail 0 is up again, a deleted rbond0's control
+# channel is gone from its rails' addresses within 10 s (a connection
+# whose port is down waits for it before its teardown)
+ctrl_gone_check() {
+	local i n
+	for i in $(seq 20); do
+		n=$(ctrl_ids a0 a1)
+		[ "$n" = 0 ] && break
+		sleep 0.5
+	done
+	[ "$n" = 0 ] || rdma res show cm_id | sed 's/^/#   cm_id: /'
+	[ "$n" = 0 ]
+	log_test $? "bond deleted: its control channel went with it (listeners and connections left on a0, a1: $n)"
 }
 
 # park_case N LABEL ACTION REBUILD: ib_write_bw with the home rail lost
@@ -239,7 +265,7 @@ park_case() {
 	log_test $? "$label: rbond0 rebuilt over both rails"
 }
 park_case 7 "bond deleted while members wait" "rdma link delete rbond0" \
-	"restore_rail0; rbond_create rbond0 a"
+	"restore_rail0; ctrl_gone_check; rbond_create rbond0 a"
 park_case 8 "member device removed while members wait" \
 	"rdma link delete rxe_a0" \
 	"rail_up a0; readd_rail a0; _wait_gid rxe_b0"

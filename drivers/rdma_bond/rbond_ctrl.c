@@ -928,6 +928,46 @@ void rbond_ctrl_forget_failed(__be32 laddr)
 	mutex_unlock(&rbond_conn_mutex);
 }
 
+/**
+ * rbond_ctrl_forget_addr() - no bond has local address @addr any more
+ * @addr: a rail's IPv4 address; 0: nothing to do
+ *
+ * Its listener goes, and every connection from it that nothing uses (no
+ * QP's reference, no keys handed out) ends as if the peer had
+ * disconnected - its teardown waits for a port that is down, as any
+ * (rbond_conn_down_later()) - so that a deleted bond leaves none of the
+ * control channel's cm_ids, QPs, CQs or PDs on its member devices.  A
+ * later bond on the address listens again with its first multi-rail QP.
+ * Locks: rbond_conn_mutex not held (taken here).
+ * Context: process context, sleeps (rdma_destroy_id()).
+ */
+void rbond_ctrl_forget_addr(__be32 addr)
+{
+	struct rbond_listener *l, *found = NULL;
+	struct rbond_conn *conn;
+
+	if (!addr)
+		return;
+	mutex_lock(&rbond_conn_mutex);
+	list_for_each_entry(l, &rbond_listeners, list) {
+		if (l->addr == addr) {
+			list_del_init(&l->list);
+			found = l;
+			break;
+		}
+	}
+	list_for_each_entry(conn, &rbond_conns, list)
+		if (conn->laddr == addr && kref_read(&conn->ref) == 1 &&
+		    !READ_ONCE(conn->nr_handed))
+			rbond_conn_fail(conn, false);
+	mutex_unlock(&rbond_conn_mutex);
+	/* unlisted: a DEVICE_REMOVAL of its own leaves it to us */
+	if (found) {
+		rdma_destroy_id(found->id);
+		kfree(found);
+	}
+}
+
 static struct rbond_conn *__rbond_ctrl_connect(__be32 laddr, __be32 raddr,
 					       bool force);
 

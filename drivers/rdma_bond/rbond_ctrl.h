@@ -145,6 +145,7 @@ void rbond_ctrl_listen(__be32 addr);
 struct rbond_conn *rbond_ctrl_connect(__be32 laddr, __be32 raddr);
 struct rbond_conn *rbond_ctrl_connect_now(__be32 laddr, __be32 raddr);
 void rbond_ctrl_forget_failed(__be32 laddr);
+void rbond_ctrl_forget_addr(__be32 addr);
 void rbond_ctrl_conn_kill(struct rbond_conn *conn);
 void rbond_ctrl_remove_device(struct ib_device *dev);
 struct rbond_conn_iter {

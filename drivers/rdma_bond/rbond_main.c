@@ -303,16 +303,23 @@ static void rbond_unreg_work(struct work_struct *work)
 void rbond_dealloc_driver(struct ib_device *ibdev)
 {
 	struct rbond_dev *bond = to_rbond_dev(ibdev);
+	__be32 addrs[RBOND_MAX_RAILS] = {};
 	unsigned int i;
 
 	mutex_lock(&rbond_mutex);
 	list_del_init(&bond->list);
 	mutex_lock(&bond->lock);
 	for (i = rbond_next_rail(bond, 0); i < RBOND_MAX_RAILS;
-	     i = rbond_next_rail(bond, i + 1))
+	     i = rbond_next_rail(bond, i + 1)) {
+		if (bond->rails[i].ndev)
+			addrs[i] = rbond_ndev_ipv4(bond->rails[i].ndev);
 		rbond_rail_release(bond, i);
+	}
 	mutex_unlock(&bond->lock);
 	mutex_unlock(&rbond_mutex);
+	/* the control channel on its rails' addresses: no bond's now */
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		rbond_ctrl_forget_addr(addrs[i]);
 	/* no event handler left to queue it */
 	cancel_work_sync(&bond->rail_work);
 	rbond_park_stop(bond);
