@@ -13,7 +13,11 @@
 #   1. rail 0 (every QP's home) down for 8 s under rbond_verify and
 #      rbond_stream (SENDs with sequence numbers and checksums, WRITEs,
 #      FETCH_ADDs, READs): nothing lost, duplicated or corrupted, the
-#      counter exact; both bonds moved their QPs' home;
+#      counter exact; both bonds moved their QPs' home; once rail 0 is
+#      back both ends of the stream's QP take it back as an extra rail
+#      (failback) and it carries data again; then rail 1, the new home,
+#      down for 8 s: a second home move, back to rail 0, and the stream
+#      is still intact at its end;
 #   2. ibv_rc_pingpong with its content check (-c), thousands of
 #      iterations, rail 0 down for good in the middle;
 #   3. ib_write_bw, one QP, rail 0 down for good half-way: completes, and
@@ -79,7 +83,7 @@ home_case() {
 	case_on "$n" || return 0
 	h0=$(home_moves); r0=$(mrail_stat failover_replayed); m=$(dmesg_mark)
 	al=$(mrail_stat atomics_lost)
-	prov_fo_start /tmp/fh 16
+	prov_fo_start /tmp/fh $([ -n "${HC_AGAIN:-}" ] && echo 45 || echo 16)
 	wait_striping || log "rail 1 never carried data"
 	# FH_PHASE: break once rbond_verify printed this (e.g. '^ok 5 ':
 	# the WRITEs checked, its READs under way)
@@ -92,7 +96,9 @@ home_case() {
 	eval "$brk"
 	log "$label: rail 0 (home) broken at $(date +%T) ($brk)"
 	sleep 8
+	HC_TFIX=$(cut -d' ' -f1 /proc/uptime)
 	eval "$fix"
+	[ -n "${HC_AGAIN:-}" ] && home_again "$label" "$m"
 	wait $VPID; rc=$?
 	wait $SPID; src=$?
 	log "$label: home moves $(($(home_moves) - h0)), replayed WQEs $(($(mrail_stat failover_replayed) - r0))"
@@ -109,8 +115,38 @@ home_case() {
 	HC_LOG=$(dmesg | tail -n +$((m + 1)))
 }
 
-# 1. link down for 8 s
-home_case 1 "home link down" "rail_down a0" "restore_rail0"
+# home_again LABEL MARK: (in home_case, rail 0 just repaired) both ends
+# of rbond_stream's QP take rail 0 back within 15 s ("rail 0 back in
+# use", the time from the repair printed as a BENCH line), rail 0 carries
+# data again, and rail 1 - the home now - goes down for 8 s: a second
+# home move, to rail 0, on both bonds
+home_again() {
+	local label=$1 m=$2 t0=$HC_TFIX t1 i b0 new
+	for i in $(seq 150); do
+		new=$(dmesg | tail -n +$((m + 1)))
+		[ "$(echo "$new" | grep -c 'rail 0 back in use')" -ge 2 ] && break
+		sleep 0.1
+	done
+	t1=$(echo "$new" | grep 'rail 0 back in use' | sed -n '2s/^\[ *\([0-9.]*\)\].*/\1/p')
+	[ -n "$t1" ]
+	log_test $? "$label: both ends of a moved QP take the old home rail back ($(echo "$new" | grep -c 'rail 0 back in use') QP ends)"
+	[ -n "$t1" ] && log "BENCH $label: home rail repaired to its failback $(echo "($t1 - $t0) * 1000 / 1" | bc) ms (kernel clock, port hold 1 s + rejoin + probe)"
+	b0=$(($(rail_tx_bytes a0) + $(rail_tx_bytes b0)))
+	sleep 4
+	b0=$(($(rail_tx_bytes a0) + $(rail_tx_bytes b0) - b0))
+	[ $b0 -gt 1000000 ]
+	log_test $? "$label: rail 0 carries data again as an extra rail ($((b0 / 1000)) kB in 4 s)"
+	rail_down a1
+	log "$label: rail 1 (the home now) down at $(date +%T)"
+	sleep 8
+	rail_up a1; _wait_gid rxe_a1; _wait_gid rxe_b1
+	new=$(dmesg | tail -n +$((m + 1)) | grep -c 'home rail 1 failed .*home moved to rail 0')
+	[ "$new" -ge 2 ]
+	log_test $? "$label: a second home move, back to rail 0, on both bonds ($new QP ends)"
+}
+
+# 1. link down for 8 s; failback; the new home down for 8 s
+HC_AGAIN=1 home_case 1 "home link down" "rail_down a0" "restore_rail0"
 
 # 4. ib_read_bw with 8 QPs, rail 0 down for 8 s: every QP moves its home,
 # READs in flight are read again, all complete

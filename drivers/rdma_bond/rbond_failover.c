@@ -269,9 +269,6 @@ void rbond_fo_want_rejoin(struct rbond_mqp *mq, unsigned int r,
 {
 	unsigned int b;
 
-	/* a QP whose home moved keeps the rails it has (not taken back) */
-	if (READ_ONCE(mq->home_moved))
-		return;
 	if (!delay_ms) {
 		lockdep_assert_held(&mq->lock);
 		b = mq->rejoin_backoff[r];
@@ -292,9 +289,9 @@ static void rbond_fo_rail_back_one(struct rbond_mqp *mq, void *arg)
 {
 	struct rbond_fo_walk *a = arg;
 
-	if ((!test_bit(a->rail, &mq->fo_failed) &&
-	     !test_bit(a->rail, &mq->fo_want)) || READ_ONCE(mq->home_moved))
-		return;	/* a QP whose home moved is not counted: it keeps its rails */
+	if (!test_bit(a->rail, &mq->fo_failed) &&
+	    !test_bit(a->rail, &mq->fo_want))
+		return;
 	rbond_fo_want_rejoin(mq, a->rail, RBOND_REJOIN_HOLD_MS);
 	a->n++;
 }
@@ -1054,6 +1051,22 @@ static void rbond_fo_take_inbox(struct rbond_mqp *mq)
 	rbond_conn_put(conn);
 }
 
+/*
+ * Failback of rail @r, which @mq lost for @reason: on the port's return,
+ * or (no port event) by backoff; a removed device's rail serves new QPs
+ * only.  mq->lock held.
+ */
+static void rbond_fo_failback_later(struct rbond_mqp *mq, unsigned int r,
+				    u8 reason)
+{
+	if (reason == RBOND_FAIL_LINK) {
+		if (READ_ONCE(mq->bond->rails[r].active))
+			rbond_fo_want_rejoin(mq, r, RBOND_REJOIN_HOLD_MS);
+	} else if (reason != RBOND_FAIL_REMOVED) {
+		rbond_fo_want_rejoin(mq, r, 0);
+	}
+}
+
 /* The failover of @r is over (@ok: replayed; else its WQEs failed). */
 static void rbond_fo_finish(struct rbond_mqp *mq, unsigned int r, bool ok,
 			    int n, u64 bytes)
@@ -1080,13 +1093,7 @@ static void rbond_fo_finish(struct rbond_mqp *mq, unsigned int r, bool ok,
 				       rbond_fail_reason_name(reason));
 		return;
 	}
-	/* failback: on the port's return, or (no port event) by backoff */
-	if (reason == RBOND_FAIL_LINK) {
-		if (READ_ONCE(bond->rails[r].active))
-			rbond_fo_want_rejoin(mq, r, RBOND_REJOIN_HOLD_MS);
-	} else if (reason != RBOND_FAIL_REMOVED) {
-		rbond_fo_want_rejoin(mq, r, 0);
-	}
+	rbond_fo_failback_later(mq, r, reason);
 	atomic64_add(n, &rbond_mstats.fo_replayed);
 	rbond_stat_add(bond, r, RBOND_STAT_REPLAYED_WQES, n);
 	rbond_stat_add(bond, r, RBOND_STAT_REPLAYED_BYTES, bytes);
@@ -1421,6 +1428,8 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 				       qp->ibqp.qp_num, lost, old);
 	}
 	rbond_fo_home_end(mq, old);
+	/* the old home rail comes back as an extra rail */
+	rbond_fo_failback_later(mq, old, READ_ONCE(mq->fo_reason[old]));
 }
 
 /*
@@ -1462,8 +1471,7 @@ void rbond_fo_home_prepare(struct rbond_mqp *mq)
 	int nh;
 
 	lockdep_assert_held(&mq->lock);
-	if (!READ_ONCE(rbond_home_failover) || mq->mv_active ||
-	    mq->home_moved || qp->srq)
+	if (!READ_ONCE(rbond_home_failover) || mq->mv_active || qp->srq)
 		return;
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	nh = rbond_fo_home_target(qp);

@@ -550,6 +550,9 @@ void rbond_mrail_qp_destroy(struct rbond_qp *qp)
 			rbond_member_destroy_qp(bond, i, mq->m[i].qp);
 		mq->m[i].qp = NULL;
 	}
+	if (mq->first)
+		rbond_member_destroy_qp(bond, mq->key_home, mq->first);
+	mq->first = NULL;
 	mutex_unlock(&bond->lock);
 }
 
@@ -611,6 +614,12 @@ void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 					mq->m[rail].qp);
 	mq->m[rail].qp = NULL;
 	mq->m[rail].state = RBOND_M_ERR;
+	if (rail == mq->key_home && mq->first) {
+		/* the QP cannot go back to its first home member any more */
+		rbond_member_destroy_qp(to_rbond_dev(qp->ibqp.device), rail,
+					mq->first);
+		mq->first = NULL;
+	}
 }
 
 /*
@@ -795,6 +804,52 @@ unsigned int rbond_mrail_key_rail(const struct rbond_qp *qp)
 }
 
 /**
+ * rbond_mrail_first_aside() - the first home member leaves its slot
+ * @qp: the QP, whose home moved
+ *
+ * Its rail rejoins the QP as an extra rail, with a new member in
+ * qp->member[]; the first home member (in error, drained since the move
+ * ended) is kept in mq->first.  Nothing if it is not in its slot (its
+ * device went, or it went aside before).
+ * Locks: mq->lock and bond->lock held.
+ */
+void rbond_mrail_first_aside(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned int key = mq->key_home;
+	unsigned long flags;
+
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (mq->first || !qp->member[key])
+		return;
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	spin_lock(&qp->rq_post_lock);
+	spin_lock(&qp->sq_lock);
+	mq->first = qp->member[key];
+	qp->member[key] = NULL;
+	spin_unlock(&qp->sq_lock);
+	spin_unlock(&qp->rq_post_lock);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+}
+
+/**
+ * rbond_mrail_first_member() - @qp's first home member
+ * @qp: the QP
+ *
+ * The member the application connected: what query_qp reports of its
+ * path and peer.  NULL if its device went.
+ * Locks: bond->lock held.
+ * Return: the member QP, or NULL.
+ */
+struct ib_qp *rbond_mrail_first_member(const struct rbond_qp *qp)
+{
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (qp->mrail && qp->mrail->first)
+		return qp->mrail->first;
+	return qp->member[rbond_mrail_key_rail(qp)];
+}
+
+/**
  * rbond_mrail_home_restore() - RESET of a QP whose home rail moved
  * @qp: the QP
  *
@@ -815,10 +870,20 @@ void rbond_mrail_home_restore(struct rbond_qp *qp)
 	if (!mq || !mq->home_moved)
 		return;
 	old = mq->key_home;
+	if (mq->first) {
+		/* its rail rejoined: that member goes, the first comes back */
+		rbond_qp_destroy_member(qp, old);
+		mq->m[old].qp = NULL;
+		mq->m[old].published = false;
+	}
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	spin_lock(&qp->rq_post_lock);
 	spin_lock(&qp->sq_lock);
 	spin_lock(&qp->rq_lock);
+	if (mq->first) {
+		qp->member[old] = mq->first;
+		mq->first = NULL;
+	}
 	qp->home = old;
 	qp->s.home = old;
 	qp->rq_rail = old;

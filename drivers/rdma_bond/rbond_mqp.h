@@ -168,8 +168,8 @@ struct rbond_mqp {
 	 * (attr_lock): mv_peer_epsn once mv_have_peer, mv_peer_nh (our rail
 	 * it named the new home, -1) and a FENCE to acknowledge on
 	 * mv_ack_conn; mv_conn: our control connection between the new home
-	 * rails; home_moved: the home rail moved (the old one is not taken
-	 * back).  mv_active is read locklessly by the post path.
+	 * rails; home_moved: the home rail moved (the QP's first home member
+	 * is no longer its home).  mv_active is read locklessly by the post path.
 	 */
 	bool mv_active, mv_fenced, mv_ready, home_moved;
 	u8 mv_old;
@@ -186,6 +186,13 @@ struct rbond_mqp {
 	u8 peer_home;			/* index into peer_rail[] */
 	__be32 home_laddr;		/* our first home rail's address */
 	u8 key_home;			/* the first home rail */
+	/*
+	 * The first home member once its rail rejoined the QP as an extra
+	 * rail and a new member took its slot in qp->member[] (bond->lock):
+	 * in error, kept for a reset to return to, for query_qp and for
+	 * destruction.  NULL while it is still in that slot.
+	 */
+	struct ib_qp *first;
 
 	/*
 	 * Failback (rbond_negotiate.c, mq->lock): rails whose new member is

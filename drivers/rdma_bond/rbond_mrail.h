@@ -30,6 +30,8 @@ void rbond_mrail_qp_free(struct rbond_qp *qp);
 void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail);
 bool rbond_mrail_up(const struct rbond_qp *qp);
 bool rbond_mrail_home_moved(const struct rbond_qp *qp);
+void rbond_mrail_first_aside(struct rbond_qp *qp);
+struct ib_qp *rbond_mrail_first_member(const struct rbond_qp *qp);
 unsigned int rbond_mrail_key_rail(const struct rbond_qp *qp);
 void rbond_mrail_home_restore(struct rbond_qp *qp);
 bool rbond_mrail_may_stripe(const struct rbond_qp *qp);

@@ -477,6 +477,8 @@ static unsigned long rbond_mq_publish_rails(struct rbond_mqp *mq,
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		if (!(rails & BIT(i)) || i == qp->home)
 			continue;
+		/* the slot is free: a first home member went aside */
+		WARN_ON_ONCE(qp->member[i]);
 		qp->member[i] = mq->m[i].qp;
 		qp->gone[i] = NULL;
 		mq->m[i].published = true;
@@ -582,6 +584,8 @@ static void rbond_mq_rejoin_start(struct rbond_mqp *mq, unsigned int i)
 		rbond_qp_destroy_member(qp, i);
 	else if (m->qp)
 		rbond_member_destroy_qp(bond, i, m->qp);
+	else if (i == mq->key_home && mq->home_moved)
+		rbond_mrail_first_aside(qp);
 	memset(m, 0, sizeof(*m));
 	m->peer = -1;
 	clear_bit(i, &mq->fo_failed);
@@ -878,6 +882,18 @@ static void rbond_mq_learn_nonce(struct rbond_mqp *mq, const u8 *nonce)
 }
 
 /*
+ * @raddr is our peer QP's: the address the application connected to, or,
+ * once the home moved (the control connection runs between two other
+ * rails), one of the peer's rails.
+ */
+static bool rbond_mq_addr_ours(struct rbond_mqp *mq, __be32 raddr,
+			       __be32 peer_addr)
+{
+	return raddr == peer_addr ||
+	       (READ_ONCE(mq->home_moved) && rbond_mq_peer_addr_ok(mq, raddr));
+}
+
+/*
  * A QP_RSP is about our QP only if it answers our own QP_REQ: it came on
  * the connection we asked on (to the peer the application connected to),
  * from the peer QP the application named, echoing our nonce.
@@ -886,18 +902,27 @@ static bool rbond_mq_rsp_ours(struct rbond_mqp *mq, struct rbond_conn *conn,
 			      const struct rbond_msg *rsp, __be32 peer_addr,
 			      u32 peer_qpn)
 {
-	return conn && conn == mq->conn && conn->raddr == peer_addr &&
+	return conn && conn == mq->conn &&
+	       rbond_mq_addr_ours(mq, conn->raddr, peer_addr) &&
 	       be32_to_cpu(rsp->src_qpn) == peer_qpn &&
 	       !memcmp(rsp->echo, mq->nonce, sizeof(mq->nonce));
 }
 
-/* A QP_REQ is from our peer QP: on a connection it opened from its address. */
-static bool rbond_mq_req_ours(struct rbond_conn *conn,
+/*
+ * A QP_REQ is from our peer QP: on a connection it opened from its address
+ * - after a home move from its new home's, with the nonce it gave before.
+ */
+static bool rbond_mq_req_ours(struct rbond_mqp *mq, struct rbond_conn *conn,
 			      const struct rbond_msg *req, __be32 peer_addr,
 			      u32 peer_qpn)
 {
-	return conn && !conn->active && conn->raddr == peer_addr &&
-	       be32_to_cpu(req->src_qpn) == peer_qpn;
+	if (!conn || conn->active || be32_to_cpu(req->src_qpn) != peer_qpn)
+		return false;
+	if (conn->raddr == peer_addr)
+		return true;
+	return rbond_mq_addr_ours(mq, conn->raddr, peer_addr) &&
+	       smp_load_acquire(&mq->have_peer_nonce) &&
+	       !memcmp(req->nonce, mq->peer_nonce, sizeof(mq->peer_nonce));
 }
 
 /**
@@ -989,7 +1014,7 @@ void rbond_mq_work(struct work_struct *work)
 	/* AGREED: a QP the application never moved to RTS (it only answers) */
 	if (mq->state == RBOND_NEG_UP || mq->state == RBOND_NEG_AGREED)
 		rbond_mq_rejoin_check(mq, req_pending &&
-				      rbond_mq_req_ours(req_conn, &req,
+				      rbond_mq_req_ours(mq, req_conn, &req,
 							peer_addr, peer_qpn) ?
 				      &req : NULL,
 				      rsp_pending &&
@@ -1019,7 +1044,7 @@ void rbond_mq_work(struct work_struct *work)
 			rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
 		}
 	}
-	if (req_pending && rbond_mq_req_ours(req_conn, &req, peer_addr,
+	if (req_pending && rbond_mq_req_ours(mq, req_conn, &req, peer_addr,
 					     peer_qpn)) {
 		rbond_mq_learn_nonce(mq, req.nonce);
 		rbond_mq_take_peer(mq, &req);
@@ -1084,7 +1109,8 @@ void rbond_mq_work(struct work_struct *work)
 answer:
 	if (req_pending && req_conn) {
 		ok = mq->state != RBOND_NEG_SINGLE &&
-		     rbond_mq_req_ours(req_conn, &req, peer_addr, peer_qpn);
+		     rbond_mq_req_ours(mq, req_conn, &req, peer_addr,
+				       peer_qpn);
 		memset(msg, 0, sizeof(*msg));
 		status = RBOND_ST_NOENT;
 		if (ok) {
@@ -1144,13 +1170,14 @@ void rbond_handle_qp_msg(struct rbond_conn *conn,
 		return;
 	}
 	mutex_lock(&rbond_mq_mutex);
-	mq = rbond_mq_find(conn->dmadev, be32_to_cpu(m->dst_qpn));
+	/* after a home move: on a rail of the bond other than the first home */
+	mq = rbond_mq_find_conn(conn, be32_to_cpu(m->dst_qpn));
 	if (mq) {
 		spin_lock_irqsave(&mq->attr_lock, flags);
 		if (is_req) {
 			/* before RTR the peer is not known yet: check later */
 			take = !mq->have_rtr ||
-			       rbond_mq_req_ours(conn, m, mq->peer_addr,
+			       rbond_mq_req_ours(mq, conn, m, mq->peer_addr,
 						 mq->peer_qpn);
 			if (take && !mq->req_pending) {
 				mq->req_pending = true;
@@ -1160,7 +1187,8 @@ void rbond_handle_qp_msg(struct rbond_conn *conn,
 				mq->req_conn = conn;
 			}
 		} else {
-			take = conn->raddr == mq->peer_addr &&
+			take = rbond_mq_addr_ours(mq, conn->raddr,
+						  mq->peer_addr) &&
 			       be32_to_cpu(m->src_qpn) == mq->peer_qpn &&
 			       !memcmp(m->echo, mq->nonce, sizeof(mq->nonce));
 			if (take && !mq->rsp_pending) {

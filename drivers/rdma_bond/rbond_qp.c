@@ -541,25 +541,28 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct rbond_qp *qp = to_rbond_qp(ibqp);
 	struct ib_qp_init_attr minit;
 	struct ib_qp_attr st = {};
-	struct ib_qp *member;
+	struct ib_qp *member, *first;
 	unsigned int key;
 	int ret = 0;
 
 	mutex_lock(&bond->lock);
 	member = qp->member[qp->home];
 	key = rbond_mrail_key_rail(qp);
-	if (!qp->member[key])
+	first = rbond_mrail_first_member(qp);
+	if (!first) {
 		key = qp->home;		/* its device went */
+		first = member;
+	}
 	if (member) {
 		/*
 		 * What the application set - its path, its peer's QPN - is
 		 * its first home member's, also after the home moved (that
 		 * member is in error since); the state is the home's.
 		 */
-		ret = ib_query_qp(qp->member[key], attr, attr_mask, &minit);
+		ret = ib_query_qp(first, attr, attr_mask, &minit);
 		if (!ret)
 			rbond_qp_translate_back(bond, key, &attr->ah_attr);
-		if (!ret && key != qp->home) {
+		if (!ret && first != member) {
 			ret = ib_query_qp(member, &st, IB_QP_STATE |
 					  IB_QP_CUR_STATE, &minit);
 			attr->qp_state = st.qp_state;

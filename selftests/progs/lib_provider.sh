@@ -126,7 +126,7 @@ prov_fo_start() {
 	VPID=$!
 	PROV_PORT=$((PROV_PORT + 5))
 	prov_cs rbond1 rbond0 "${out}_s" "$PROGS/rbond_stream" \
-		-u "$RBOND_QP_TIMEOUT" -R -s 1048576 -w 1 -t "$secs" &
+		-u "$RBOND_QP_TIMEOUT" -R -r -s 1048576 -w 1 -t "$secs" &
 	SPID=$!
 	prov_wait_out "${out}_v" '^ok .*QP connected' ||
 		log "rbond_verify did not connect"

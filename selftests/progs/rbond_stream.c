@@ -29,6 +29,10 @@
  * Options: -g GID_INDEX (1)  -p TCP_PORT (18515)  -s CHUNK (262144)
  *          -w WINDOW (8)  -t SECONDS (20)  -n COUNT (0: by time)
  *          -u ACK_TIMEOUT (18)  -R (MRs relaxed-ordered)
+ *          -r (both ends: after the stream, the QP to RESET, connected
+ *          again to the same peer QP, and 8 more iterations checked the
+ *          same way - a bond QP whose home rail moved goes back to its
+ *          first home member)
  * Output is TAP-like; exit status 0 only if every check passed.
  *
  * One error is the bond's documented answer to a failed home rail
@@ -56,6 +60,9 @@
 #define FIN		0xffffffffu
 #define LOST		0x4c4f5354u	/* TCP: a FETCH_ADD's reply was lost */
 #define EXIT_LOST	3
+#define AGAIN_COUNT	8	/* -r: iterations after the reconnect */
+#define QP_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 enum { OP_WRITE, OP_SEND, OP_FADD, OP_READ, OP_FIN };
 
@@ -75,7 +82,7 @@ static struct {
 	int gid, port, window, secs, ack_timeout;
 	long count;
 	size_t chunk;
-	bool relaxed;
+	bool relaxed, again;
 } opt = { .gid = 1, .port = 18515, .window = 8, .secs = 20,
 	  .ack_timeout = 18, .chunk = 262144 };
 
@@ -426,6 +433,48 @@ static void check_path(struct ibv_qp *qp, const struct qp_info *peer,
 	       "not the one set" : "as set");
 }
 
+/*
+ * -r: the QP to RESET (query_qp must say so), connected again to the same
+ * peer QP once both ends were reset, and a short stream over it.  0, or
+ * as run_client() / run_server().
+ */
+static int again(const struct qp_info *me, const struct qp_info *pi,
+		 const struct conn_opts *co, uint8_t *tgt, uint64_t *counter)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp_init_attr ia;
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	memset(&a, 0, sizeof(a));
+	if (!ret)
+		ret = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	tap_ok(!ret && a.qp_state == IBV_QPS_RESET,
+	       "%s: RESET after the stream: %s, state %d",
+	       opt.server ? "client" : "server", ret ? strerror(ret) : "ok",
+	       a.qp_state);
+	if (ret || a.qp_state != IBV_QPS_RESET)
+		return -1;
+	if (counter)
+		*counter = 0;
+	/* both ends in RESET before either connects again */
+	if (!sync_ok(sock, true))
+		return -1;
+	errno = qp_connect(&d, qp, me, pi, co, QP_ACCESS);
+	tap_ok(!errno, "%s: connected again after the RESET: %s",
+	       opt.server ? "client" : "server", strerror(errno));
+	if (errno || !sync_ok(sock, true))
+		return -1;
+	opt.count = AGAIN_COUNT;
+	lost_fadd = -1;
+	bad = 0;
+	if (!opt.server)
+		return run_server(tgt, counter);
+	if (!sync_ok(sock, true))	/* the server's receives are posted */
+		return -1;
+	return run_client();
+}
+
 int main(int argc, char **argv)
 {
 	struct conn_opts co;
@@ -436,7 +485,7 @@ int main(int argc, char **argv)
 	struct wire w;
 	int c, ret = -1;
 
-	while ((c = getopt(argc, argv, "d:g:p:s:w:t:n:u:Rh")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:s:w:t:n:u:Rrh")) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
 		case 'g': opt.gid = atoi(optarg); break;
@@ -447,8 +496,9 @@ int main(int argc, char **argv)
 		case 'n': opt.count = atol(optarg); break;
 		case 'u': opt.ack_timeout = atoi(optarg); break;
 		case 'R': opt.relaxed = true; break;
+		case 'r': opt.again = true; break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s CHUNK] [-w WINDOW] [-t SECONDS] [-n COUNT] [-u ACK_TIMEOUT] [-R] [SERVER]\n",
+			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s CHUNK] [-w WINDOW] [-t SECONDS] [-n COUNT] [-u ACK_TIMEOUT] [-R] [-r] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -516,10 +566,7 @@ int main(int argc, char **argv)
 	conn_opts_default(&co);
 	co.timeout = opt.ack_timeout;
 	co.max_rd_atomic = 16;
-	if ((errno = qp_connect(&d, qp, &me, &pi, &co,
-				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				IBV_ACCESS_REMOTE_READ |
-				IBV_ACCESS_REMOTE_ATOMIC))) {
+	if ((errno = qp_connect(&d, qp, &me, &pi, &co, QP_ACCESS))) {
 		tap_ok(false, "connect QP: %s", strerror(errno));
 		goto out;
 	}
@@ -548,6 +595,14 @@ int main(int argc, char **argv)
 		tap_ok(false, "%s stream", opt.server ? "client" : "server");
 	} else if (!ret) {
 		check_path(qp, &pi, co.timeout);
+	}
+	if (!ret && opt.again) {
+		ret = again(&me, &pi, &co, tgt, counter);
+		if (ret)
+			tap_ok(false, "%s stream after the reconnect",
+			       opt.server ? "client" : "server");
+		else
+			check_path(qp, &pi, co.timeout);
 	}
 out:
 	if (qp)
