@@ -920,8 +920,10 @@ static bool rbond_mq_req_ours(struct rbond_mqp *mq, struct rbond_conn *conn,
 		return false;
 	if (conn->raddr == peer_addr)
 		return true;
-	return rbond_mq_addr_ours(mq, conn->raddr, peer_addr) &&
-	       smp_load_acquire(&mq->have_peer_nonce) &&
+	if (!rbond_mq_addr_ours(mq, conn->raddr, peer_addr))
+		return false;
+	/* pairs with smp_store_release() in rbond_mq_learn_nonce() */
+	return smp_load_acquire(&mq->have_peer_nonce) &&
 	       !memcmp(req->nonce, mq->peer_nonce, sizeof(mq->peer_nonce));
 }
 
