@@ -58,6 +58,8 @@ rbond_install || fail "module install"
 rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 for r in 0 1; do rail_shape "$me$r" "${PF_RATE:-40mbit}"; done
 pair_sync bonds_up || fail "peer did not build its bond"
+[ -n "${PF_DEBUG:-}" ] &&
+	echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control
 
 
 # stream_start KEY SECS TCP_RAIL: rbond_stream a -> b in the background
@@ -202,6 +204,15 @@ home_case() {
 	pair_put "ph$n.hm.$me" "$mine"
 	peer=$(pair_get "ph$n.hm.$(pair_peer)" 60)
 	log "$label: home moves here $mine (fault to replay ${us:-?}), on the peer ${peer:-?}"
+	# failback of the old home rail (an 8 s fault): as an extra rail
+	if [ "$hold" != good ]; then
+		log "$label: failback here: $(dmesg | tail -n +$((m + 1)) | grep -m1 'rail 0 back in use' | sed 's/^ *//')"
+		[ -n "${PF_DEBUG:-}" ] && dmesg | tail -n +$((m + 1)) |
+			grep -E 'rail 0|home|rejoin|unused|dropped|probe|negotiation|QP_R' |
+			grep -v 'home rail only' |
+			awk '{ k = $0; sub(/^\[[^]]*\] /, "", k) } !seen[k]++' |
+			head -n 60 | sed 's/^/# /'
+	fi
 	log "$label: rxe_${me}1 before: $s0"
 	log "$label: rxe_${me}1 after:  $(rxe_retry_stats "rxe_${me}1")"
 	if [ "$mine" -lt 1 ]; then

@@ -1210,6 +1210,9 @@ void rbond_handle_qp_msg(struct rbond_conn *conn,
 	if (take)
 		return;
 	if (is_req) {
+		pr_debug("QP_REQ for QP 0x%x from %pI4 QP 0x%x: no such QP (%s)\n",
+			 be32_to_cpu(m->dst_qpn), &conn->raddr,
+			 be32_to_cpu(m->src_qpn), mq ? "not its peer" : "none");
 		rsp.dst_qpn = m->src_qpn;
 		rsp.src_qpn = m->dst_qpn;
 		memcpy(rsp.echo, m->nonce, sizeof(rsp.echo));

@@ -438,12 +438,20 @@ static void check_path(struct ibv_qp *qp, const struct qp_info *peer,
  * peer QP once both ends were reset, and a short stream over it.  0, or
  * as run_client() / run_server().
  */
-static int again(const struct qp_info *me, const struct qp_info *pi,
+static int again(struct qp_info *me, struct qp_info *pi,
 		 const struct conn_opts *co, uint8_t *tgt, uint64_t *counter)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 	struct ibv_qp_init_attr ia;
 	int ret;
+
+	/*
+	 * New PSNs, as a new connection takes (both ends shift both the
+	 * same way): packets of the first connection still on a wire must
+	 * not fit the second one.
+	 */
+	me->psn = (me->psn + 0x800000) & 0xffffff;
+	pi->psn = (pi->psn + 0x800000) & 0xffffff;
 
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
 	memset(&a, 0, sizeof(a));
