@@ -83,7 +83,11 @@ home_case() {
 	case_on "$n" || return 0
 	h0=$(home_moves); r0=$(mrail_stat failover_replayed); m=$(dmesg_mark)
 	al=$(mrail_stat atomics_lost)
-	prov_fo_start /tmp/fh $([ -n "${HC_AGAIN:-}" ] && echo 45 || echo 16)
+	if [ -n "${HC_AGAIN:-}" ]; then
+		prov_fo_start /tmp/fh 45 -r	# and RESET, reconnect (rbond_stream -r)
+	else
+		prov_fo_start /tmp/fh 16
+	fi
 	wait_striping || log "rail 1 never carried data"
 	# FH_PHASE: break once rbond_verify printed this (e.g. '^ok 5 ':
 	# the WRITEs checked, its READs under way)
