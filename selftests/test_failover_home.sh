@@ -79,10 +79,11 @@ restore_rail0() {
 # corrupted, the counter exact, both bonds moved both QPs' home; the time
 # from BREAK to the first home move (kernel log, same clock) is printed
 home_case() {
-	local n=$1 label=$2 brk=$3 fix=$4 h0 r0 m rc src t0 t1 al
+	local n=$1 label=$2 brk=$3 fix=$4 h0 r0 m rc src t0 t1 al p0 pf0
 	case_on "$n" || return 0
 	h0=$(home_moves); r0=$(mrail_stat failover_replayed); m=$(dmesg_mark)
 	al=$(mrail_stat atomics_lost)
+	p0=$(mrail_stat home_primes); pf0=$(mrail_stat home_prime_fails)
 	if [ -n "${HC_AGAIN:-}" ]; then
 		prov_fo_start /tmp/fh 45 -r	# and RESET, reconnect (rbond_stream -r)
 	else
@@ -114,6 +115,12 @@ home_case() {
 	prov_stream_report /tmp/fh_s $src
 	stream_ok $src $al "$label"
 	log_test $? "$label: rbond_stream: SENDs in order, none lost or duplicated, data intact, counter exact (rc $src)"
+	if [ -n "${HC_AGAIN:-}" ]; then
+		# a reset back to a first home member cut in a READ response
+		# sends a zero-length READ first (rbond_mrail_prime())
+		[ "$(mrail_stat home_prime_fails)" = "$pf0" ]
+		log_test $? "$label: reset to the first home member: $(($(mrail_stat home_primes) - p0)) primer READs, none failed"
+	fi
 	[ $(($(home_moves) - h0)) -ge 4 ]
 	log_test $? "$label: both bonds moved the home of both QPs ($(($(home_moves) - h0)) moves)"
 	HC_LOG=$(dmesg | tail -n +$((m + 1)))

@@ -74,11 +74,12 @@
 /*
  * Member wr_id: SRQ flag (bit 63) | rejoin probe flag (bit 62) | qp or srq
  * id (29 bits) | recv flag (bit 32) | sequence, SRQ slot or, for a probe,
- * the rail (32 bits).
+ * the rail (32 bits; bit 31 set: the READ of rbond_mrail_prime()).
  */
 #define RBOND_WRID_SRQ		BIT_ULL(63)
 #define RBOND_WRID_PROBE	BIT_ULL(62)
 #define RBOND_WRID_RECV		BIT_ULL(32)
+#define RBOND_WRID_PRIME	BIT(31)	/* with PROBE: rbond_mrail_prime() */
 #define RBOND_WRID_ID_SHIFT	33
 #define RBOND_WRID_ID_MASK	0x1fffffff
 
@@ -638,7 +639,8 @@ void rbond_post_free(struct rbond_qp *qp);
 void rbond_post_reset_sq(struct rbond_qp *qp, bool home_ok);
 unsigned int rbond_post_recv_move(struct rbond_qp *qp, unsigned int rail);
 unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
-				    u32 epsn, u64 *bytes, unsigned int *lost);
+				    u32 epsn, u64 *bytes, unsigned int *lost,
+				    bool *reads);
 
 /* rbond_comp.c */
 bool rbond_qp_recv_deliver(struct rbond_dev *bond, struct rbond_qp *qp,

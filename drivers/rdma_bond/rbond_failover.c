@@ -1361,7 +1361,7 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 	unsigned long flags;
 	u64 bytes = 0, us;
 	unsigned int n, lost = 0;
-	bool added;
+	bool added, reads = false;
 
 	lockdep_assert_held(&mq->lock);
 	mutex_lock(&bond->lock);
@@ -1391,7 +1391,11 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 	mq->mv_conn = NULL;
 	mq->peer_home = m->peer;
 	WRITE_ONCE(mq->home_moved, true);
-	n = rbond_post_home_replay(qp, old, mq->mv_peer_epsn, &bytes, &lost);
+	n = rbond_post_home_replay(qp, old, mq->mv_peer_epsn, &bytes, &lost,
+				   &reads);
+	/* the member a reset returns to: see rbond_mrail_prime() */
+	if (old == mq->key_home && !mq->first && reads)
+		mq->first_dirty = true;
 	qp->home = nh;
 	qp->s.home = nh;
 	qp->s.rails_up |= BIT(nh);

@@ -43,7 +43,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\nhome_moves %lld\natomics_lost %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\nhome_moves %lld\natomics_lost %lld\nhome_primes %lld\nhome_prime_fails %lld\n",
 			  atomic64_read(&rbond_ctrl_stats.probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -66,7 +66,9 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->probe_recv_errors),
 			  atomic64_read(&s->upgrade_timeouts),
 			  atomic64_read(&s->home_moves),
-			  atomic64_read(&s->atomics_lost));
+			  atomic64_read(&s->atomics_lost),
+			  atomic64_read(&s->home_primes),
+			  atomic64_read(&s->home_prime_fails));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {
@@ -619,6 +621,7 @@ void rbond_mrail_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 		rbond_member_destroy_qp(to_rbond_dev(qp->ibqp.device), rail,
 					mq->first);
 		mq->first = NULL;
+		mq->first_dirty = false;
 	}
 }
 
@@ -884,6 +887,10 @@ void rbond_mrail_home_restore(struct rbond_qp *qp)
 		qp->member[old] = mq->first;
 		mq->first = NULL;
 	}
+	if (mq->first_dirty) {
+		mq->prime = true;
+		mq->first_dirty = false;
+	}
 	qp->home = old;
 	qp->s.home = old;
 	qp->rq_rail = old;
@@ -893,6 +900,40 @@ void rbond_mrail_home_restore(struct rbond_qp *qp)
 	spin_unlock(&qp->rq_post_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
 	WRITE_ONCE(mq->home_moved, false);
+}
+
+/**
+ * rbond_mrail_prime() - the first READ on a first home member brought back
+ * @qp: the QP, just modified to RTS
+ *
+ * rxe's completer (6.1 and 6.12) keeps the opcode of the READ response it
+ * was in the middle of across a reset: a member that stopped there (its
+ * rail failed under a READ: mq->first_dirty) and is connected again takes
+ * the first acknowledgment of the new connection for a broken response
+ * sequence, WARNs (rxe_comp.c "COMPST_ERROR") and fails the WQE and the
+ * QP.  A one-packet READ response is the one packet such a completer
+ * takes, and it starts it afresh: so the bond's own zero-length READ goes
+ * first (no memory touched, no key checked; an RC READ any peer that took
+ * our READs answers), before anything of the application's.  Only with
+ * READs allowed (max_rd_atomic), which the READ cut short had.
+ * Locks: bond->lock held.
+ */
+void rbond_mrail_prime(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	struct ib_qp *member = qp->member[qp->home];
+	int ret;
+
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (!mq || !mq->prime || qp->state != IB_QPS_RTS)
+		return;
+	mq->prime = false;
+	if (!member || !READ_ONCE(qp->max_rd_atomic))
+		return;
+	ret = rbond_mq_post_prime(mq, qp->home, member);
+	if (ret)
+		ibdev_dbg(qp->ibqp.device, "QP 0x%x: primer READ not posted: %d\n",
+			  qp->ibqp.qp_num, ret);
 }
 
 /**

@@ -193,6 +193,14 @@ struct rbond_mqp {
 	 * destruction.  NULL while it is still in that slot.
 	 */
 	struct ib_qp *first;
+	/*
+	 * (bond->lock) first_dirty: the first home member stopped with a
+	 * READ of ours unfinished on it, maybe in the middle of its response;
+	 * prime: a reset took the QP back to it, and once at RTS again it
+	 * gets a zero-length READ before anything else
+	 * (rbond_mrail_prime()).
+	 */
+	bool first_dirty, prime;
 
 	/*
 	 * Failback (rbond_negotiate.c, mq->lock): rails whose new member is
@@ -253,6 +261,8 @@ __be32 rbond_gid_ipv4(const u8 *gid);
 void rbond_mq_work(struct work_struct *work);
 void rbond_handle_qp_msg(struct rbond_conn *conn, const struct rbond_msg *m);
 int rbond_mq_post_probe(struct rbond_mqp *mq, unsigned int i,
+			struct ib_qp *member);
+int rbond_mq_post_prime(struct rbond_mqp *mq, unsigned int i,
 			struct ib_qp *member);
 
 /* rbond_failover.c */

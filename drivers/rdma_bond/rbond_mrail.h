@@ -34,6 +34,7 @@ void rbond_mrail_first_aside(struct rbond_qp *qp);
 struct ib_qp *rbond_mrail_first_member(const struct rbond_qp *qp);
 unsigned int rbond_mrail_key_rail(const struct rbond_qp *qp);
 void rbond_mrail_home_restore(struct rbond_qp *qp);
+void rbond_mrail_prime(struct rbond_qp *qp);
 bool rbond_mrail_may_stripe(const struct rbond_qp *qp);
 void rbond_mrail_wait_up(struct rbond_qp *qp);
 void rbond_mrail_qp_failed(struct rbond_qp *qp);
@@ -86,6 +87,8 @@ struct rbond_mstats {
 	atomic64_t upgrade_timeouts;
 	atomic64_t home_moves;		/* QPs whose home rail moved */
 	atomic64_t atomics_lost;	/* ran on a failed home, reply lost */
+	atomic64_t home_primes;		/* rbond_mrail_prime() READs done */
+	atomic64_t home_prime_fails;	/* ... that failed */
 };
 
 extern struct rbond_mstats rbond_mstats;

@@ -718,6 +718,19 @@ void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
 		}
 		return;
 	}
+	if (r & RBOND_WRID_PRIME) {
+		if (mwc->status == IB_WC_SUCCESS) {
+			atomic64_inc(&rbond_mstats.home_primes);
+		} else {
+			/* the member is in error: the QP fails over or fails */
+			atomic64_inc(&rbond_mstats.home_prime_fails);
+			ibdev_dbg(qp->ibqp.device,
+				  "QP 0x%x: primer READ on rail %u: %s\n",
+				  qp->ibqp.qp_num, (u32)(r & ~RBOND_WRID_PRIME),
+				  ib_wc_status_msg(mwc->status));
+		}
+		return;
+	}
 	if (!mq || r >= RBOND_MAX_RAILS)
 		return;
 	m = &mq->m[r];
@@ -727,6 +740,23 @@ void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
 	if (cmpxchg(&m->probe, RBOND_PROBE_SENT, res) == RBOND_PROBE_SENT &&
 	    !READ_ONCE(mq->dead))
 		rbond_mq_kick(mq, 0);
+}
+
+/* A WQE of the bond's own on @member; its PSN counted. */
+static int rbond_mq_post_own(struct rbond_mqp *mq, unsigned int i,
+			     struct ib_qp *member, const struct ib_send_wr *wr)
+{
+	struct rbond_qp *qp = mq->qp;
+	unsigned long flags;
+	int ret;
+
+	ret = ib_post_send(member, wr, NULL);
+	if (!ret) {
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		qp->npsn[i] = (qp->npsn[i] + 1) & RBOND_PSN_MASK;
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+	}
+	return ret;
 }
 
 /**
@@ -744,22 +774,38 @@ void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
 int rbond_mq_post_probe(struct rbond_mqp *mq, unsigned int i,
 			struct ib_qp *member)
 {
-	struct rbond_qp *qp = mq->qp;
 	struct ib_send_wr wr = {
-		.wr_id = RBOND_WRID_PROBE | rbond_wrid(qp, false, i),
+		.wr_id = RBOND_WRID_PROBE | rbond_wrid(mq->qp, false, i),
 		.opcode = IB_WR_SEND,
 		.send_flags = IB_SEND_SIGNALED,
 	};
-	unsigned long flags;
-	int ret;
 
-	ret = ib_post_send(member, &wr, NULL);
-	if (!ret) {
-		spin_lock_irqsave(&qp->sq_lock, flags);
-		qp->npsn[i] = (qp->npsn[i] + 1) & RBOND_PSN_MASK;
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
-	}
-	return ret;
+	return rbond_mq_post_own(mq, i, member, &wr);
+}
+
+/**
+ * rbond_mq_post_prime() - one zero-length READ of the bond's own on a member
+ * @mq: the multi-rail QP
+ * @i: the member's rail
+ * @member: the member QP, at RTS, nothing posted on it yet
+ *
+ * See rbond_mrail_prime().  One PSN, like any one-packet READ; its
+ * completion is the bond's (rbond_mq_probe_wc()).
+ * Return: what ib_post_send() returned.
+ */
+int rbond_mq_post_prime(struct rbond_mqp *mq, unsigned int i,
+			struct ib_qp *member)
+{
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_id = RBOND_WRID_PROBE | RBOND_WRID_PRIME |
+				 rbond_wrid(mq->qp, false, i),
+			.opcode = IB_WR_RDMA_READ,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+	};
+
+	return rbond_mq_post_own(mq, i, member, &wr.wr);
 }
 
 /*

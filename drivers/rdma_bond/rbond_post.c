@@ -869,6 +869,8 @@ static bool rbond_psn_before(u32 a, u32 b)
  *	everything before, in order, and nothing from it on)
  * @bytes: add the bytes to be posted again here
  * @lost: add the atomics that ran but whose reply was lost here
+ * @reads: set when a READ is read again (its response may have stopped
+ *	half-way: rbond_mrail_prime())
  *
  * Each slot of @old not completed, in posting order: executed by the
  * responder (its last PSN before @epsn) - a SEND, WRITE or
@@ -882,7 +884,8 @@ static bool rbond_psn_before(u32 a, u32 b)
  * Return: the number of WQEs to be posted again.
  */
 unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
-				    u32 epsn, u64 *bytes, unsigned int *lost)
+				    u32 epsn, u64 *bytes, unsigned int *lost,
+				    bool *reads)
 {
 	struct rbond_swqe *e;
 	struct rbond_wqe *l;
@@ -920,6 +923,8 @@ unsigned int rbond_post_home_replay(struct rbond_qp *qp, unsigned int old,
 			continue;
 		}
 		/* marked for the ring's front (below) */
+		if (op == IB_WR_RDMA_READ)
+			*reads = true;
 		e->rail = RBOND_RAIL_PEND;
 		e->flags |= RBOND_SWQE_REPLAY;
 		*bytes += l->len;

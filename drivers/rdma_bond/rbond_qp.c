@@ -501,6 +501,7 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (reset)
 		rbond_qp_reset(qp);
 	rbond_mrail_qp_modified(qp, attr, attr_mask);
+	rbond_mrail_prime(qp);
 out_unlock:
 	mutex_unlock(&bond->lock);
 	if (reset)
