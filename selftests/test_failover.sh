@@ -45,7 +45,9 @@ fo_case() {
 	f0=$(mrail_stat failovers); r0=$(mrail_stat failover_replayed)
 	p0=$(mrail_stat rejoin_probes); pf0=$(mrail_stat rejoin_probe_fails)
 	a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
-	prov_fo_start /tmp/fo "$((${FO_HOLD:-8} + 6))"
+	# FO_AGAIN=1: rbond_stream -r (RESET and reconnect after the stream;
+	# open: a RESET racing a failover, Documentation/rdma_bond.rst)
+	prov_fo_start /tmp/fo "$((${FO_HOLD:-8} + 6))" ${FO_AGAIN:+-r}
 	if wait_striping; then
 		eval "$brk"
 		log "$label: rail 1 broken ($brk)"
