@@ -563,6 +563,7 @@ static void rbond_mq_rejoin_start(struct rbond_mqp *mq, unsigned int i)
 	struct rbond_dev *bond = mq->bond;
 	struct rbond_qp *qp = mq->qp;
 	struct rbond_member_qp *m = &mq->m[i];
+	unsigned int j;
 
 	lockdep_assert_held(&mq->lock);
 	lockdep_assert_held(&bond->lock);
@@ -579,6 +580,18 @@ static void rbond_mq_rejoin_start(struct rbond_mqp *mq, unsigned int i)
 	if (m->peer >= 0) {
 		mq->peer_rail[m->peer].qpn = 0;
 		mq->peer_rail[m->peer].state = 0;
+	}
+	/*
+	 * Nor a member the peer offered earlier that none of ours uses: it
+	 * may be one whose rejoin the peer gave up since (nothing retracts an
+	 * offer; paired with it, ours would wait at RTS for good).  One the
+	 * peer still offers is back with its next QP_REQ.
+	 */
+	for (j = 1; j < mq->peer_nrails; j++) {
+		if (rbond_mq_peer_in_use(mq, j))
+			continue;
+		mq->peer_rail[j].qpn = 0;
+		mq->peer_rail[j].state = 0;
 	}
 	if (m->published)
 		rbond_qp_destroy_member(qp, i);
