@@ -164,6 +164,7 @@ fo_case() {
 # move the QP's home to rail 1; nothing lost, duplicated or corrupted.
 home_case() {
 	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer us m s0 kept left al
+	local tfix= fb tfb
 	h0=$(mrail_stat home_moves); al=$(mrail_stat atomics_lost)
 	m=$(dmesg_mark)
 	s0=$(rxe_retry_stats "rxe_${me}1")
@@ -183,6 +184,7 @@ home_case() {
 		log "$label: ${me}0 (home) down at $(date +%T.%N | cut -c1-12)"
 		if [ "$hold" != good ]; then
 			sleep "$hold"; rail_up "${me}0"
+			tfix=$(cut -d' ' -f1 /proc/uptime)
 		fi
 	fi
 	wait $pid; rc=$?
@@ -206,7 +208,15 @@ home_case() {
 	log "$label: home moves here $mine (fault to replay ${us:-?}), on the peer ${peer:-?}"
 	# failback of the old home rail (an 8 s fault): as an extra rail
 	if [ "$hold" != good ]; then
-		log "$label: failback here: $(dmesg | tail -n +$((m + 1)) | grep -m1 'rail 0 back in use' | sed 's/^ *//')"
+		# the host without the fault rejoins on its backoff too: its
+		# given-up offers must not hold the other host's rejoin
+		# (rbond_mq_rejoin_start() forgets them)
+		fb=$(dmesg | tail -n +$((m + 1)) | grep -m1 'rail 0 back in use')
+		[ -n "$fb" ]
+		log_test $? "$label: host $me took the old home rail back before the stream ended (failback)"
+		tfb=$(echo "$fb" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
+		[ -n "$tfix" ] && [ -n "$tfb" ] &&
+			log "BENCH $label: home rail repaired to its failback $(echo "($tfb - $tfix) * 1000 / 1" | bc) ms on host $me (kernel clock)"
 		[ -n "${PF_DEBUG:-}" ] && dmesg | tail -n +$((m + 1)) |
 			grep -E 'rail 0|home|rejoin|unused|dropped|probe|negotiation|QP_R' |
 			grep -v 'home rail only' |
