@@ -129,9 +129,11 @@ home_case() {
 # home_again LABEL MARK: (in home_case, rail 0 just repaired) both ends
 # of rbond_stream's QP take rail 0 back within 15 s ("rail 0 back in
 # use", the time from the repair printed as a BENCH line), rail 0 carries
-# data again (> 1 MB in the 6 s after; 1 run of 13 on 6.1 saw none in
-# 4 s with the stream still running, not understood yet: the QPs' rails
-# and the rail rates are printed then), and rail 1 - the home now - goes down for 8 s: a second
+# data again (> 1 MB in the 6 s after; 2 runs in about 20 on 6.1 saw
+# none: the QPs' rails and the rail rates printed then showed rail 0's
+# rate on both bonds at its floor, 7 kbit/s - the scheduler no longer
+# lets a sample of next to nothing lower a rate, nor trusts one 256 times
+# below the fastest, rbond_sched.c), and rail 1 - the home now - goes down for 8 s: a second
 # home move, to rail 0, on both bonds
 home_again() {
 	local label=$1 m=$2 t0=$HC_TFIX t1 i b0 w0 new

@@ -60,26 +60,38 @@ unsigned long rbond_sched_rd_free(const struct rbond_sched *s,
 /* A rate sample every this many completions, over at least... */
 #define RBOND_RATE_MIN_N	4
 #define RBOND_RATE_MIN_NS	(10 * NSEC_PER_MSEC)
+/*
+ * ... and with fewer bytes than this delivered the work, not the rail, set
+ * the pace (BBR's "application limited"): such a sample may raise a known
+ * rate, never lower it or set the first.
+ */
+#define RBOND_RATE_MIN_BYTES	(16 * 1024)
+/* A rate below the fastest rail's by more than this factor is not trusted. */
+#define RBOND_RATE_TRUST	256
 
 /*
  * Adaptive: the rail where a WQE of @len bytes would be done first - the
  * bytes outstanding on the rail (all multi-rail QPs of the bond) plus @len
- * over the rail's measured rate.  Until every rate is known: fewest
- * outstanding bytes per unit of link speed.
+ * over the rail's measured rate.  Until every rate is known, or while one
+ * is RBOND_RATE_TRUST times below the fastest (a rail that gets no work
+ * for its rate never measures another): fewest outstanding bytes per unit
+ * of link speed.
  */
 static unsigned int rbond_sched_adaptive(struct rbond_sched *s,
 					 unsigned long allowed, u64 len)
 {
 	unsigned int i, k, best = __ffs(allowed);
-	u32 rate[RBOND_MAX_RAILS];
+	u32 rate[RBOND_MAX_RAILS], top = 0;
 	bool measured = true;
 	u64 ob, c, best_cost = U64_MAX;
 
 	for_each_set_bit(i, &allowed, RBOND_MAX_RAILS) {
 		rate[i] = READ_ONCE(s->bond->rails[i].rate);
-		if (!rate[i])
-			measured = false;
+		top = max(top, rate[i]);
 	}
+	for_each_set_bit(i, &allowed, RBOND_MAX_RAILS)
+		if (!rate[i] || (u64)rate[i] * RBOND_RATE_TRUST < top)
+			measured = false;
 	for (k = 1; k <= RBOND_MAX_RAILS; k++) {
 		i = (s->rr + k) % RBOND_MAX_RAILS;
 		if (!(allowed & BIT(i)))
@@ -453,7 +465,7 @@ static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
 {
 	struct rbond_rail *rail = &s->bond->rails[r];
 	unsigned long flags;
-	u64 now, dt, sample;
+	u64 now, dt, del, sample;
 
 	/* also from process context (rbond_sched_release) */
 	spin_lock_irqsave(&rail->rate_lock, flags);
@@ -466,11 +478,12 @@ static void rbond_sched_unbusy(struct rbond_sched *s, unsigned int r, u32 n,
 		dt = now - e->rate_t;
 		if (++rail->since_sample >= RBOND_RATE_MIN_N &&
 		    dt >= RBOND_RATE_MIN_NS) {
-			sample = div64_u64((rail->delivered - e->rate_del) << 20,
-					   dt);
-			WRITE_ONCE(rail->rate,
-				   rbond_rate_update(rail->rate,
-						     min_t(u64, sample, U32_MAX)));
+			del = rail->delivered - e->rate_del;
+			sample = min_t(u64, div64_u64(del << 20, dt), U32_MAX);
+			if (del >= RBOND_RATE_MIN_BYTES ||
+			    (rail->rate && sample > rail->rate))
+				WRITE_ONCE(rail->rate,
+					   rbond_rate_update(rail->rate, sample));
 			rail->since_sample = 0;
 		}
 	}
