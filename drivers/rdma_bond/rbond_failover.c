@@ -1371,7 +1371,7 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 	 */
 	if (READ_ONCE(m->probe) == RBOND_PROBE_NONE && qp->member[nh] &&
 	    m->state == RBOND_M_RTS) {
-		m->probe_qpn = qp->member[nh]->qp_num;
+		m->probe_qp = qp->member[nh];
 		m->probe_sent = jiffies;
 		WRITE_ONCE(m->probe, RBOND_PROBE_SENT);
 		if (rbond_mq_post_probe(mq, nh, qp->member[nh]))

@@ -67,7 +67,11 @@ struct rbond_member_qp {
 	__be32 addr;
 	/* enum rbond_probe_state: cmpxchg from SENT by the completion */
 	u32 probe;
-	u32 probe_qpn;		/* the member the probe went to */
+	/*
+	 * The member the probe went to: compared with a completion's QP,
+	 * never dereferenced (a completion may outlive its member QP)
+	 */
+	struct ib_qp *probe_qp;
 	unsigned long probe_sent;	/* jiffies */
 };
 

@@ -747,8 +747,8 @@ void rbond_mq_probe_wc(struct rbond_qp *qp, const struct ib_wc *mwc)
 	if (!mq || r >= RBOND_MAX_RAILS)
 		return;
 	m = &mq->m[r];
-	/* a member that rejoined since has a new QPN */
-	if (!mwc->qp || READ_ONCE(m->probe_qpn) != mwc->qp->qp_num)
+	/* a member that rejoined since is another QP */
+	if (!mwc->qp || READ_ONCE(m->probe_qp) != mwc->qp)
 		return;
 	if (cmpxchg(&m->probe, RBOND_PROBE_SENT, res) == RBOND_PROBE_SENT &&
 	    !READ_ONCE(mq->dead))
@@ -841,7 +841,7 @@ static u32 rbond_mq_rejoin_probe(struct rbond_mqp *mq, unsigned int i)
 
 	lockdep_assert_held(&mq->lock);
 	if (READ_ONCE(m->probe) == RBOND_PROBE_NONE) {
-		m->probe_qpn = m->qp->qp_num;
+		m->probe_qp = m->qp;
 		m->probe_sent = jiffies;
 		WRITE_ONCE(m->probe, RBOND_PROBE_SENT);
 		atomic64_inc(&rbond_mstats.rejoin_probes);
