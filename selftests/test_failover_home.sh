@@ -17,7 +17,10 @@
 #      back both ends of the stream's QP take it back as an extra rail
 #      (failback) and it carries data again; then rail 1, the new home,
 #      down for 8 s: a second home move, back to rail 0, and the stream
-#      is still intact at its end;
+#      is still intact at its end.  While rail 0 is down (the home moved),
+#      a root process on host B's rail-1 address forges QP_REQs naming
+#      rbond0's QP pair without the peer's nonce: refused
+#      (progs/rbond_hostile qpreq);
 #   2. ibv_rc_pingpong with its content check (-c), thousands of
 #      iterations, rail 0 down for good in the middle;
 #   3. ib_write_bw, one QP, rail 0 down for good half-way: completes, and
@@ -64,6 +67,7 @@ H=/sys/module/rdma_bond/parameters/home_failover
 [ -w $H ] || fail "no home_failover parameter"
 
 home_moves() { mrail_stat home_moves; }
+DDC=/sys/kernel/debug/dynamic_debug/control
 CASES=" $(echo "${FH_CASES:-1 4 2 3}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
 [ -n "${FH_DEBUG:-}" ] &&
@@ -98,9 +102,11 @@ home_case() {
 	fi
 	sleep 1
 	t0=$(cut -d' ' -f1 /proc/uptime)
+	SECONDS=0
 	eval "$brk"
 	log "$label: rail 0 (home) broken at $(date +%T) ($brk)"
-	sleep 8
+	[ -n "${HC_AGAIN:-}" ] && { sleep 2; forged_qpreq "$label"; }
+	sleep $((SECONDS < 8 ? 8 - SECONDS : 0))
 	HC_TFIX=$(cut -d' ' -f1 /proc/uptime)
 	eval "$fix"
 	[ -n "${HC_AGAIN:-}" ] && home_again "$label" "$m"
@@ -124,6 +130,36 @@ home_case() {
 	[ $(($(home_moves) - h0)) -ge 4 ]
 	log_test $? "$label: both bonds moved the home of both QPs ($(($(home_moves) - h0)) moves)"
 	HC_LOG=$(dmesg | tail -n +$((m + 1)))
+}
+
+# forged_qpreq LABEL: (the home moved to rail 1, rail 0 still down) a
+# root process on host B's rail-1 address sends rbond0's control listener
+# there a QP_REQ naming a real QP pair, with a guessed nonce and then with
+# none: a QP whose home moved takes QP_REQs from any of its peer's rails,
+# but only with the nonce the peer gave before - both must be refused, and
+# the kernel's reason (debug level) must be the peer check, not an unknown
+# QP
+forged_qpreq() {
+	local label=$1 l q p m rc n
+	l=$(rdma res show qp link rbond0/1 2>/dev/null | grep -m1 lqpn)
+	q=$(echo "$l" | grep -oE 'lqpn [0-9]+' | cut -d' ' -f2)
+	p=$(echo "$l" | grep -oE 'rqpn [0-9]+' | cut -d' ' -f2)
+	if [ -z "$q" ] || [ -z "$p" ]; then
+		log "$label: no QP of rbond0 to name: $l"
+		return 0
+	fi
+	m=$(dmesg_mark)
+	[ -w "$DDC" ] && echo 'module rdma_bond format "no such QP" +p' > "$DDC"
+	timeout -k 5 60 "$PROGS/rbond_hostile" qpreq -a "$(rail_ip 1 a)" \
+		-l "$(rail_ip 1 b)" -P 1001 -q "$q" -s "$p" > /tmp/fh_qpreq 2>&1
+	rc=$?
+	[ -w "$DDC" ] && [ -z "${FH_DEBUG:-}" ] &&
+		echo 'module rdma_bond format "no such QP" -p' > "$DDC"
+	sed 's/^/#   /' /tmp/fh_qpreq
+	n=$(dmesg | tail -n +$((m + 1)) | grep -c "QP_REQ for QP $(printf 0x%x "$q") from $(rail_ip 1 b) QP $(printf 0x%x "$p"): no such QP (not its peer)")
+	[ -w "$DDC" ] || n="2 (no dynamic debug: not checked)"
+	[ $rc = 0 ] && [ "${n%% *}" = 2 ]
+	log_test $? "$label: forged QP_REQs for QP $(printf 0x%x "$q") from the peer's rail 1 without its nonce refused as not from its peer ($n of 2)"
 }
 
 # home_again LABEL MARK: (in home_case, rail 0 just repaired) both ends

@@ -18,6 +18,10 @@
  *       replayed and forged messages (also FENCEs that would fail the
  *       victim's rail 1 over); TAP output, exit 0 if every one was refused
  *       without key material.
+ *   rbond_hostile qpreq  -a ADDR -l LOCAL -P SPORT -q QPN -s PEER_QPN
+ *       from a privileged port (root), a QP_REQ for the QP pair QPN (at
+ *       ADDR) / PEER_QPN with a guessed nonce, then with none; TAP output,
+ *       exit 0 if both were refused (NOENT) without key material.
  *   rbond_hostile victim -d DEV -p TCP_PORT -F DIR [-n COUNT] [SERVER]
  *       the victim pair: a relaxed-ordered bond RC QP pair; the client
  *       writes COUNT x 1 MiB to the server and a SEND; the server checks
@@ -833,6 +837,47 @@ static int do_forge(void)
 	return tap_failed ? 1 : 0;
 }
 
+/*
+ * qpreq: a QP_REQ naming a real QP pair (-q the victim's QPN, -s its
+ * peer's), sent from another of the peer host's rail addresses (-l) than
+ * the one the victim was connected to, with a guessed nonce.  After a home
+ * move a QP takes QP_REQs from any of its peer's rails - with the nonce
+ * the peer gave before only: this one must be refused, and nothing about
+ * the QP told.  Then once more with every byte of the nonce zero (a peer
+ * that never gave one).
+ */
+static int do_qpreq(void)
+{
+	struct cconn c;
+	const char *why;
+	struct hmsg m;
+	int r, i;
+
+	r = cc_connect(&c, true, &why);
+	tap_ok(r == 0, "root, privileged port %d, from %s: connected to %s (%s)",
+	       opt.sport, opt.local ? opt.local : "any address", opt.addr,
+	       why);
+	if (r)
+		return 1;
+	msg_init(&m, QP_REQ, (uint32_t)opt.psn, (uint32_t)opt.qpn);
+	m.b.qp.nrails = 2;
+	if (opt.local)
+		gid_v4(m.b.qp.rail[0].gid, opt.local);
+	m.b.qp.rail[0].qpn = (uint32_t)opt.psn;
+	m.b.qp.rail[1].qpn = 0xfffff3;
+	m.b.qp.rail[1].index = 1;
+	for (i = 0; i < 8; i++)
+		m.nonce[i] = rand();
+	expect_refusal(&c, &m, QP_RSP,
+		       "QP_REQ for the QP pair from another rail of its peer, guessed nonce");
+	memset(m.nonce, 0, sizeof(m.nonce));
+	expect_refusal(&c, &m, QP_RSP,
+		       "the same with no nonce");
+	cc_close(&c);
+	printf("# qpreq: %d checks, %d failed\n", tap_n, tap_failed);
+	return tap_failed ? 1 : 0;
+}
+
 /* --- victim ------------------------------------------------------------------ */
 
 struct vwire {
@@ -1150,7 +1195,7 @@ int main(int argc, char **argv)
 	int c;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s probe|flood|cap|forge|victim|inject [options]\n",
+		fprintf(stderr, "usage: %s probe|flood|cap|forge|qpreq|victim|inject [options]\n",
 			argv[0]);
 		return 1;
 	}
@@ -1187,6 +1232,8 @@ int main(int argc, char **argv)
 		return do_cap();
 	if (!strcmp(mode, "forge") && opt.addr && opt.dir)
 		return do_forge();
+	if (!strcmp(mode, "qpreq") && opt.addr && opt.qpn && opt.psn)
+		return do_qpreq();
 	if (!strcmp(mode, "victim") && opt.dev && opt.dir)
 		return do_victim();
 	if (!strcmp(mode, "inject") && opt.dev && opt.addr && opt.qpn)
