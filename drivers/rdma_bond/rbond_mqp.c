@@ -906,7 +906,7 @@ void rbond_mrail_home_restore(struct rbond_qp *qp)
  * rbond_mrail_prime() - the first READ on a first home member brought back
  * @qp: the QP, just modified to RTS
  *
- * rxe's completer (6.1 and 6.12) keeps the opcode of the READ response it
+ * rxe's completer (6.1; 6.12 not checked) keeps the READ-response opcode it
  * was in the middle of across a reset: a member that stopped there (its
  * rail failed under a READ: mq->first_dirty) and is connected again takes
  * the first acknowledgment of the new connection for a broken response
