@@ -887,10 +887,6 @@ void rbond_mrail_home_restore(struct rbond_qp *qp)
 		qp->member[old] = mq->first;
 		mq->first = NULL;
 	}
-	if (mq->first_dirty) {
-		mq->prime = true;
-		mq->first_dirty = false;
-	}
 	qp->home = old;
 	qp->s.home = old;
 	qp->rq_rail = old;
@@ -925,9 +921,11 @@ void rbond_mrail_prime(struct rbond_qp *qp)
 	int ret;
 
 	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
-	if (!mq || !mq->prime || qp->state != IB_QPS_RTS)
+	/* back on the first home member: after a reset (home_restore) */
+	if (!mq || !mq->first_dirty || READ_ONCE(mq->home_moved) ||
+	    qp->state != IB_QPS_RTS)
 		return;
-	mq->prime = false;
+	mq->first_dirty = false;
 	if (!member || !READ_ONCE(qp->max_rd_atomic))
 		return;
 	ret = rbond_mq_post_prime(mq, qp->home, member);

@@ -198,13 +198,12 @@ struct rbond_mqp {
 	 */
 	struct ib_qp *first;
 	/*
-	 * (bond->lock) first_dirty: the first home member stopped with a
-	 * READ of ours unfinished on it, maybe in the middle of its response;
-	 * prime: a reset took the QP back to it, and once at RTS again it
-	 * gets a zero-length READ before anything else
-	 * (rbond_mrail_prime()).
+	 * (bond->lock) The first home member stopped with a READ of ours
+	 * unfinished on it, maybe in the middle of its response: once a
+	 * reset took the QP back to it and it is at RTS again, it gets a
+	 * zero-length READ before anything else (rbond_mrail_prime()).
 	 */
-	bool first_dirty, prime;
+	bool first_dirty;
 
 	/*
 	 * Failback (rbond_negotiate.c, mq->lock): rails whose new member is
