@@ -536,10 +536,30 @@ provider_env() { export RDMAV_DRIVERS=$RBOND_PROVIDER; }
 # ---- kernel log -------------------------------------------------------------
 
 DMESG_BAD_RE='Kernel panic|Oops|BUG:|WARNING:|general protection fault|Call Trace:|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|unreferenced object|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|scheduling while atomic|list_add corruption|list_del corruption|refcount_t:|blocked for more than'
-dmesg_mark() { dmesg | wc -l; }
+# A mark is a line of its own written into the kernel log, not a line count:
+# once the ring buffer is full a count points at the wrong line (a CI run
+# lost the debug lines a test counted that way).  dmesg_since MARK prints
+# the log after the mark, the whole log if the mark has rotated out.
+dmesg_mark() {
+	local id
+	id="$$-$(date +%s%N)"
+	if echo "rdma_bond selftests: mark $id" 2>/dev/null > /dev/kmsg; then
+		echo "$id"
+	else
+		echo "n$(dmesg | wc -l)"
+	fi
+}
+dmesg_since() {
+	case $1 in
+	n*) dmesg | tail -n +"$(( ${1#n} + 1 ))" ;;
+	*) dmesg | awk -v m="rdma_bond selftests: mark $1" \
+		'{ l[NR] = $0 } index($0, m) { s = NR }
+		 END { for (i = s + 1; i <= NR; i++) print l[i] }' ;;
+	esac
+}
 dmesg_check() {	# dmesg_check MARK: fail if the log since MARK has a report
 	local new
-	new=$(dmesg | tail -n +"$(( $1 + 1 ))")
+	new=$(dmesg_since "$1")
 	if grep -qE "$DMESG_BAD_RE" <<< "$new"; then
 		echo "# kernel log report:"; sed 's/^/#   /' <<< "$new" | tail -n 60
 		return 1

@@ -81,7 +81,7 @@ m=$(dmesg_mark)
 fo_case "link down" "rail_down a1" "rail_up a1"
 [ "$FO_B" -gt 0 ]
 log_test $? "link down: rbond1 failed over from rail 1 too"
-[ "$(dmesg | tail -n +$((m + 1)) | grep -c 'rbond0: rail 1 down')" = 1 ]
+[ "$(dmesg_since "$m" | grep -c 'rbond0: rail 1 down')" = 1 ]
 log_test $? "link down: logged once for rbond0"
 _wait_gid rxe_a1; _wait_gid rxe_b1
 grep -q '^1 .* active$' /sys/class/infiniband/rbond0/bond/rails
@@ -127,7 +127,7 @@ t0=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
 sleep 6
 t1=$(($(rail_tx_bytes a1) + $(rail_tx_bytes b1)))
 prov_bw_wait; rc=$?
-dmesg | tail -n +$((m + 1)) | grep -E 'rail 1 (up|back)' | sed 's/^/# /'
+dmesg_since "$m" | grep -E 'rail 1 (up|back)' | sed 's/^/# /'
 [ $rc = 0 ] || tail -n 5 /tmp/prov_bw /tmp/prov_bw.srv | sed 's/^/#   /'
 [ $rc = 0 ]
 log_test $? "failback: ib_write_bw completes across an 8 s link loss (rc $rc)"

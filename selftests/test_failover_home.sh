@@ -113,8 +113,8 @@ home_case() {
 	wait $VPID; rc=$?
 	wait $SPID; src=$?
 	log "$label: home moves $(($(home_moves) - h0)), replayed WQEs $(($(mrail_stat failover_replayed) - r0))"
-	dmesg | tail -n +$((m + 1)) | grep -E 'home rail|rail 0|heartbeat' | head -n 8 | sed 's/^/# /'
-	t1=$(dmesg | tail -n +$((m + 1)) | grep -m1 'home moved' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
+	dmesg_since "$m" | grep -E 'home rail|rail 0|heartbeat' | head -n 8 | sed 's/^/# /'
+	t1=$(dmesg_since "$m" | grep -m1 'home moved' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
 	[ -n "$t1" ] && log "BENCH $label: fault to the first home move $(echo "($t1 - $t0) * 1000 / 1" | bc) ms (kernel clock, detection + fence + replay)"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_verify intact ($(grep -c '^ok' /tmp/fh_v) checks)"
@@ -129,7 +129,7 @@ home_case() {
 	fi
 	[ $(($(home_moves) - h0)) -ge 4 ]
 	log_test $? "$label: both bonds moved the home of both QPs ($(($(home_moves) - h0)) moves)"
-	HC_LOG=$(dmesg | tail -n +$((m + 1)))
+	HC_LOG=$(dmesg_since "$m")
 }
 
 # forged_qpreq LABEL: (the home moved to rail 1, rail 0 still down) a
@@ -156,7 +156,7 @@ forged_qpreq() {
 	[ -w "$DDC" ] && [ -z "${FH_DEBUG:-}" ] &&
 		echo 'module rdma_bond format "no such QP" -p' > "$DDC"
 	sed 's/^/#   /' /tmp/fh_qpreq
-	n=$(dmesg | tail -n +$((m + 1)) | grep -c "QP_REQ for QP $(printf 0x%x "$q") from $(rail_ip 1 b) QP $(printf 0x%x "$p"): no such QP (not its peer)")
+	n=$(dmesg_since "$m" | grep -c "QP_REQ for QP $(printf 0x%x "$q") from $(rail_ip 1 b) QP $(printf 0x%x "$p"): no such QP (not its peer)")
 	[ -w "$DDC" ] || n="2 (no dynamic debug: not checked)"
 	[ $rc = 0 ] && [ "${n%% *}" = 2 ]
 	log_test $? "$label: forged QP_REQs for QP $(printf 0x%x "$q") from the peer's rail 1 without its nonce refused as not from its peer ($n of 2)"
@@ -179,7 +179,7 @@ home_again() {
 		return 0
 	fi
 	for i in $(seq 150); do
-		new=$(dmesg | tail -n +$((m + 1)))
+		new=$(dmesg_since "$m")
 		[ "$(echo "$new" | grep -c 'rail 0 back in use')" -ge 2 ] && break
 		sleep 0.1
 	done
@@ -201,7 +201,7 @@ home_again() {
 	log "$label: rail 1 (the home now) down at $(date +%T)"
 	sleep 8
 	rail_up a1; _wait_gid rxe_a1; _wait_gid rxe_b1
-	new=$(dmesg | tail -n +$((m + 1)) | grep -c 'home rail 1 failed .*home moved to rail 0')
+	new=$(dmesg_since "$m" | grep -c 'home rail 1 failed .*home moved to rail 0')
 	[ "$new" -ge 2 ]
 	log_test $? "$label: a second home move, back to rail 0, on both bonds ($new QP ends)"
 }

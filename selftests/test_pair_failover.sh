@@ -202,7 +202,7 @@ home_case() {
 	stream_ok $rc $al "$label" "$([ "$me" = b ] && echo server)"
 	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
 	mine=$(( $(mrail_stat home_moves) - h0 ))
-	us=$(dmesg | tail -n +$((m + 1)) | grep -oE 'home moved to rail 1, .* after [0-9]+ us' | grep -oE '[0-9]+ us$' | head -n 1)
+	us=$(dmesg_since "$m" | grep -oE 'home moved to rail 1, .* after [0-9]+ us' | grep -oE '[0-9]+ us$' | head -n 1)
 	pair_put "ph$n.hm.$me" "$mine"
 	peer=$(pair_get "ph$n.hm.$(pair_peer)" 60)
 	log "$label: home moves here $mine (fault to replay ${us:-?}), on the peer ${peer:-?}"
@@ -211,7 +211,7 @@ home_case() {
 		# the host without the fault rejoins on its backoff too: its
 		# given-up offers must not hold the other host's rejoin
 		# (rbond_mq_rejoin_start() forgets them)
-		fb=$(dmesg | tail -n +$((m + 1)) | grep -m1 'rail 0 back in use')
+		fb=$(dmesg_since "$m" | grep -m1 'rail 0 back in use')
 		if [ "$rc" = 0 ]; then
 			[ -n "$fb" ]
 			log_test $? "$label: host $me took the old home rail back before the stream ended (failback)"
@@ -223,7 +223,7 @@ home_case() {
 		tfb=$(echo "$fb" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
 		[ -n "$tfix" ] && [ -n "$tfb" ] &&
 			log "BENCH $label: home rail repaired to its failback $(echo "($tfb - $tfix) * 1000 / 1" | bc) ms on host $me (kernel clock)"
-		[ -n "${PF_DEBUG:-}" ] && dmesg | tail -n +$((m + 1)) |
+		[ -n "${PF_DEBUG:-}" ] && dmesg_since "$m" |
 			grep -E 'rail 0|home|rejoin|unused|dropped|probe|negotiation|QP_R' |
 			grep -v 'home rail only' |
 			awk '{ k = $0; sub(/^\[[^]]*\] /, "", k) } !seen[k]++' |
@@ -234,7 +234,7 @@ home_case() {
 	if [ "$mine" -lt 1 ]; then
 		# why not: the port event, the refusal (dyndbg below), the FENCE
 		# (each message once: a refusal repeats every watchdog pass)
-		{ dmesg | tail -n +$((m + 1)) | grep -E 'rbond0|rxe_'"$me"'0' |
+		{ dmesg_since "$m" | grep -E 'rbond0|rxe_'"$me"'0' |
 			awk '{ k = $0; sub(/^\[[^]]*\] /, "", k) } !seen[k]++' |
 			head -n 20
 		  sed 's/^/3 s into the fault: /' "/tmp/ph$n.qps"

@@ -28,7 +28,7 @@ txw() { rdma_hw_stat rbond0 "rail$1_tx_wqes"; }
 for d in a0 b0; do rail_shape $d "$RATE"; done
 for d in a1 b1; do rail_shape $d "$RATE" 1000ms; done
 fo0=$(mrail_stat failovers)
-dm0=$(dmesg | wc -l)
+dm0=$(dmesg_mark)
 timeout -k 5 120 "$T" -d rbond1 -p $PORT -s 131072 -n 16 -u "$RBOND_QP_TIMEOUT" \
 	>/tmp/sr.srv 2>&1 &
 spid=$!
@@ -40,7 +40,7 @@ sleep 5
 for d in a1 b1; do rail_shape $d "$RATE"; done
 # from rail 1's return to the QP (failback), or 15 s
 for i in $(seq 150); do
-	dmesg | tail -n +"$((dm0 + 1))" | grep -q 'rbond0: QP .*rail 1 back in use' && break
+	dmesg_since "$dm0" | grep -q 'rbond0: QP .*rail 1 back in use' && break
 	sleep 0.1
 done
 sleep 1

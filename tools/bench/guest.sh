@@ -98,7 +98,7 @@ one_bw() {
 	ut0=$(mstats)
 	d0=$(tbf_drops $(rail_devs))
 	rxe_counters > /tmp/bench.cnt0
-	dm0=$(dmesg | wc -l)
+	dm0=$(dmesg_mark)
 	[ "$op" = read ] && ub="$ub -o 2"
 	timeout -k 5 600 "ib_${op}_bw" -d "$db" -p $port -q "$qps" -s "$size" -n "$iters" $ub \
 		>/tmp/bench.srv 2>&1 &
@@ -125,7 +125,7 @@ one_bw() {
 	{ rxe_counters | paste -d' ' /tmp/bench.cnt0 - |
 		awk '$2 != $4 { print $1, $4 - $2 }'
 	  cat /sys/class/infiniband/rbond0/bond/rail_rates 2>/dev/null
-	  dmesg | tail -n +$((dm0 + 1)); } > "$OUT/diag-$tag.txt" 2>&1
+	  dmesg_since "$dm0"; } > "$OUT/diag-$tag.txt" 2>&1
 	hz=$(getconf CLK_TCK)
 	gb=$(awk '{ b = 0; for (k = 2; k <= NF; k++) b += $k }
 		NR == 1 { a = b } END { printf "%.4f", (b - a) / 1e9 }' $samp)
