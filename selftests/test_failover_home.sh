@@ -44,7 +44,10 @@
 #      their port: they go with it, nothing of the bond's is left on
 #      rxe_a0; 8. the same with the member device removed (rdma link
 #      delete rxe_a0) instead.  Opt-in (FH_CASES=7,8: they rebuild
-#      rbond0, rail 0 last in 8).
+#      rbond0, rail 0 last in 8);
+#   9. as 1 with rail 0's member device removed (rdma link delete
+#      rxe_a0) instead of its link down: the QPs homed on it move before
+#      the member goes (opt-in: FH_CASES=9; it rebuilds rbond0).
 # Cases 5 and 6 are not run by default (FH_CASES=5,6 runs them): the
 # heartbeat they need is off by default.  They found a bug - rbond_verify's
 # QP pair, in its READ phase when the home rail went silent, did not move
@@ -366,6 +369,20 @@ park_case 7 "bond deleted while members wait" "rdma link delete rbond0" \
 park_case 8 "member device removed while members wait" \
 	"rdma link delete rxe_a0" \
 	"rail_up a0; readd_rail a0; _wait_gid rxe_b0"
+
+# 9. as 1 with rail 0's member device removed (rdma link delete rxe_a0)
+# under the streams instead of its link: the removal waits until the QPs
+# homed on it moved what they need of their old home member (stopped,
+# drained, its responder's PSN read: rbond_fo_rail_removing()), then
+# destroys it; host B's bond moves on A's FENCE.  rxe_a0 is added back to
+# rbond0 8 s later, and rbond0 rebuilt (its rails in order) at the end.
+home_case 9 "home device removed" "rdma link delete rxe_a0" "readd_rail a0"
+if case_on 9; then
+	echo "$HC_LOG" | grep -qE 'rail 0 removed: [1-9][0-9]* QPs homed on it move their home'
+	log_test $? "home device removed: the removal moved the QPs' home first ($(echo "$HC_LOG" | grep -oE 'rail 0 removed: .*' | head -n 1))"
+	rdma link delete rbond0 && rbond_create rbond0 a && _wait_gid rbond0
+	log_test $? "home device removed: rbond0 rebuilt over both rails"
+fi
 
 for d in a0 a1 b0 b1; do rail_unshape $d; done
 echo 0 > $P/multirail

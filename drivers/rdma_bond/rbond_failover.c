@@ -42,6 +42,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/ktime.h>
 
 #include "rbond_mqp.h"
@@ -251,6 +252,75 @@ void rbond_fo_rail_up(struct rbond_dev *bond, unsigned int rail)
 	WRITE_ONCE(bond->rails[rail].down_reason, RBOND_FAIL_NONE);
 	set_bit(rail, &bond->rails_back);
 	queue_work(rbond_wq, &bond->rail_work);
+}
+
+struct rbond_fo_rm_walk {
+	unsigned int rail;
+	bool mark;
+	unsigned int n;		/* home moves started */
+	unsigned int waiting;	/* old home members still needed */
+};
+
+static void rbond_fo_removing_one(struct rbond_mqp *mq, void *arg)
+{
+	struct rbond_fo_rm_walk *a = arg;
+	struct rbond_qp *qp = mq->qp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (a->mark && qp->home == a->rail &&
+	    !(qp->fo_rails & BIT(a->rail)) &&
+	    rbond_fo_mark(qp, a->rail, RBOND_FAIL_REMOVED))
+		a->n++;
+	if (READ_ONCE(mq->mv_active) && mq->mv_old == a->rail &&
+	    !READ_ONCE(mq->mv_ready))
+		a->waiting++;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}
+
+/**
+ * rbond_fo_rail_removing() - a rail's member device is about to go
+ * @bond: the bond
+ * @rail: the rail
+ *
+ * Every multi-rail QP homed on @rail starts moving its home (as for a
+ * link down), and the removal waits - at most RBOND_FO_FLUSH_MS and a
+ * little - until each move is past what it needs of the old home member:
+ * stopped, drained, its responder's PSN read (mv_ready).  The removal then
+ * destroys that member and the move goes on without it; a QP whose move
+ * was not that far, or that cannot move, is lost with the rail (as a
+ * native QP with its device).
+ * Locks: none of the bond's held (the moves take mq->lock and
+ * bond->lock); takes rbond_mq_mutex.  Process context (sleeps).
+ */
+void rbond_fo_rail_removing(struct rbond_dev *bond, unsigned int rail)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(RBOND_FO_FLUSH_MS + 500);
+	struct rbond_fo_rm_walk a = { .rail = rail, .mark = true };
+
+	if (rail >= RBOND_MAX_RAILS)
+		return;
+	mutex_lock(&rbond_mq_mutex);
+	rbond_mq_for_each(bond, rbond_fo_removing_one, &a);
+	mutex_unlock(&rbond_mq_mutex);
+	if (!a.n)
+		return;
+	a.mark = false;
+	while (a.waiting && time_before(jiffies, end)) {
+		msleep(20);
+		a.waiting = 0;
+		mutex_lock(&rbond_mq_mutex);
+		rbond_mq_for_each(bond, rbond_fo_removing_one, &a);
+		mutex_unlock(&rbond_mq_mutex);
+	}
+	if (a.waiting)
+		ibdev_warn(&bond->ibdev,
+			   "rail %u removed: %u of %u QPs homed on it could not move in time\n",
+			   rail, a.waiting, a.n);
+	else
+		ibdev_info(&bond->ibdev,
+			   "rail %u removed: %u QPs homed on it move their home\n",
+			   rail, a.n);
 }
 
 /**
@@ -1568,7 +1638,8 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		mq->mv_new = nh;
 	}
-	if (mq->mv_new < 0 || !qp->member[old] ||
+	/* a removed device's member goes once mv_ready (rail_removing) */
+	if (mq->mv_new < 0 || (!READ_ONCE(qp->member[old]) && !mq->mv_ready) ||
 	    el > RBOND_FO_HOME_MS * NSEC_PER_MSEC) {
 		rbond_fo_home_fail(mq);
 		return 0;

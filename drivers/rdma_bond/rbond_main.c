@@ -509,8 +509,11 @@ static void rbond_client_remove(struct ib_device *ibdev, void *client_data)
 	mutex_unlock(&rbond_members_lock);
 	/* A device is a rail of at most one bond. */
 	bond = rbond_rail_owner(ibdev, &rail);
-	if (bond)
+	if (bond) {
+		/* the QPs homed on it move while the member is still there */
+		rbond_fo_rail_removing(bond, rail);
 		rbond_remove_rail(bond, rail);
+	}
 	mutex_unlock(&rbond_mutex);
 }
 

@@ -592,6 +592,7 @@ void rbond_mrail_qp_free(struct rbond_qp *qp)
 	rbond_conn_put(mq->fence_conn);
 	rbond_conn_put(mq->mv_conn);
 	rbond_conn_put(mq->mv_ack_conn);
+	kfree(mq->first_attr);
 	kfree(mq);
 }
 
@@ -850,6 +851,47 @@ struct ib_qp *rbond_mrail_first_member(const struct rbond_qp *qp)
 	if (qp->mrail && qp->mrail->first)
 		return qp->mrail->first;
 	return qp->member[rbond_mrail_key_rail(qp)];
+}
+
+/**
+ * rbond_mrail_first_keep() - keep what query_qp reports of the first home
+ *	member, whose device is going
+ * @qp: the QP
+ * @rail: the rail going
+ * @attr: the member's attributes, translated to the bond's (taken)
+ *
+ * Return: true when @attr was taken (and is freed with the QP).
+ * Locks: bond->lock held.
+ */
+bool rbond_mrail_first_keep(struct rbond_qp *qp, unsigned int rail,
+			    struct ib_qp_attr *attr)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (!mq || rail != mq->key_home || mq->first_attr)
+		return false;
+	mq->first_attr = attr;
+	return true;
+}
+
+/**
+ * rbond_mrail_first_kept() - what the first home member had, if its device
+ *	went
+ * @qp: the QP
+ * @attr: filled from rbond_mrail_first_keep()'s copy
+ *
+ * Return: true when @attr was filled.
+ * Locks: bond->lock held.
+ */
+bool rbond_mrail_first_kept(const struct rbond_qp *qp,
+			    struct ib_qp_attr *attr)
+{
+	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
+	if (!qp->mrail || !qp->mrail->first_attr)
+		return false;
+	*attr = *qp->mrail->first_attr;
+	return true;
 }
 
 /**

@@ -204,6 +204,12 @@ struct rbond_mqp {
 	 * zero-length READ before anything else (rbond_mrail_prime()).
 	 */
 	bool first_dirty;
+	/*
+	 * (bond->lock) What the application set, read from the first home
+	 * member just before its device went (rbond_qp_remove_rail()):
+	 * query_qp's answer once no member has it.  NULL until then.
+	 */
+	struct ib_qp_attr *first_attr;
 
 	/*
 	 * Failback (rbond_negotiate.c, mq->lock): rails whose new member is

@@ -34,6 +34,10 @@ void rbond_mrail_first_aside(struct rbond_qp *qp);
 struct ib_qp *rbond_mrail_first_member(const struct rbond_qp *qp);
 unsigned int rbond_mrail_key_rail(const struct rbond_qp *qp);
 void rbond_mrail_home_restore(struct rbond_qp *qp);
+bool rbond_mrail_first_keep(struct rbond_qp *qp, unsigned int rail,
+			    struct ib_qp_attr *attr);
+bool rbond_mrail_first_kept(const struct rbond_qp *qp,
+			    struct ib_qp_attr *attr);
 void rbond_mrail_prime(struct rbond_qp *qp);
 bool rbond_mrail_may_stripe(const struct rbond_qp *qp);
 void rbond_mrail_wait_up(struct rbond_qp *qp);
@@ -47,6 +51,7 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail,
 			u8 reason);
 void rbond_fo_rail_up(struct rbond_dev *bond, unsigned int rail);
+void rbond_fo_rail_removing(struct rbond_dev *bond, unsigned int rail);
 void rbond_fo_rail_work(struct work_struct *work);
 bool rbond_fo_home_event(struct rbond_qp *qp, struct ib_qp *member);
 bool rbond_fo_home_moving(const struct rbond_qp *qp);

@@ -290,6 +290,67 @@ void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
 	rbond_dma_unmap_qp(qp, dev);
 }
 
+/* Member GID index -> bond GID index (same GID value), or keep it. */
+static void rbond_qp_translate_back(struct rbond_dev *bond, unsigned int rail,
+				    struct rdma_ah_attr *ah)
+{
+	const struct ib_gid_attr *mgid, *bgid;
+
+	ah->port_num = RBOND_PORT;
+	ah->grh.sgid_attr = NULL;
+	if (!(ah->ah_flags & IB_AH_GRH))
+		return;
+	mgid = rdma_get_gid_attr(bond->rails[rail].ibdev,
+				 bond->rails[rail].port, ah->grh.sgid_index);
+	if (IS_ERR(mgid))
+		return;
+	bgid = rdma_find_gid_by_port(&bond->ibdev, &mgid->gid, mgid->gid_type,
+				     RBOND_PORT, NULL);
+	if (!IS_ERR(bgid)) {
+		ah->grh.sgid_index = bgid->index;
+		rdma_put_gid_attr(bgid);
+	}
+	rdma_put_gid_attr(mgid);
+}
+
+/* everything rbond_qp_keep_first() keeps */
+#define RBOND_QP_QUERY_ALL						\
+	(IB_QP_STATE | IB_QP_CUR_STATE | IB_QP_ACCESS_FLAGS |		\
+	 IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_AV | IB_QP_PATH_MTU |	\
+	 IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |		\
+	 IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC | IB_QP_MIN_RNR_TIMER |	\
+	 IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN |	\
+	 IB_QP_CAP)
+
+/*
+ * The first home member's device goes while the QP lives on (its home
+ * moves or moved): what the application set of it, for query_qp.
+ * bond->lock held.
+ */
+static void rbond_qp_keep_first(struct rbond_qp *qp, unsigned int rail)
+{
+	struct rbond_dev *bond = to_rbond_dev(qp->ibqp.device);
+	struct ib_qp_init_attr minit;
+	struct ib_qp_attr *attr;
+	struct ib_qp *first;
+
+	if (!qp->mrail || rbond_mrail_key_rail(qp) != rail)
+		return;
+	first = rbond_mrail_first_member(qp);
+	if (!first)
+		return;
+	attr = kzalloc(sizeof(*attr), GFP_KERNEL);
+	if (!attr)
+		return;
+	if (ib_query_qp(first, attr, RBOND_QP_QUERY_ALL, &minit)) {
+		kfree(attr);
+		return;
+	}
+	rbond_qp_translate_back(bond, rail, &attr->ah_attr);
+	if (!rbond_mrail_first_keep(qp, rail, attr))
+		kfree(attr);
+}
+
 /**
  * rbond_qp_remove_rail() - the rail's member device is going away
  * @qp: the QP
@@ -298,22 +359,24 @@ void rbond_qp_destroy_member(struct rbond_qp *qp, unsigned int rail)
  * Its member QP is destroyed and gives no more completions.  An extra
  * rail's WQEs still outstanding are posted again on the other rails
  * (rbond_failover.c) or, if the QP cannot fail over, flushed
- * (rbond_qp_flush_rail());
- * losing the home rail puts the QP in error for good: everything flushes,
+ * (rbond_qp_flush_rail()); so are the home rail's of a QP whose home is
+ * moving off it (rbond_fo_rail_removing() started the move).  Losing the
+ * home rail otherwise puts the QP in error for good: everything flushes,
  * the other members go to error and the consumer gets IB_EVENT_QP_FATAL.
  * Locks: bond->lock held.
  */
 void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-	bool home = rail == qp->home && qp->member[rail];
 	unsigned long flags;
 	unsigned int i;
-	bool fo;
+	bool home, fo;
 
 	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	/* no WQE goes to @rail from now on (rbond_post_chunk) */
 	spin_lock_irqsave(&qp->sq_lock, flags);
+	home = rail == qp->home && qp->member[rail] &&
+	       !rbond_fo_home_moving(qp);
 	fo = !home && rbond_fo_mark(qp, rail, RBOND_FAIL_REMOVED);
 	qp->s.rails_up &= ~BIT(rail);
 	if (home) {
@@ -322,6 +385,8 @@ void rbond_qp_remove_rail(struct rbond_qp *qp, unsigned int rail)
 		qp->pend_tail = qp->pend_head;
 	}
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (!home)
+		rbond_qp_keep_first(qp, rail);
 	rbond_mrail_qp_remove_rail(qp, rail);
 	rbond_qp_destroy_member(qp, rail);
 	if (!home) {
@@ -512,29 +577,6 @@ out_unlock:
 	return ret;
 }
 
-/* Member GID index -> bond GID index (same GID value), or keep it. */
-static void rbond_qp_translate_back(struct rbond_dev *bond, unsigned int rail,
-				    struct rdma_ah_attr *ah)
-{
-	const struct ib_gid_attr *mgid, *bgid;
-
-	ah->port_num = RBOND_PORT;
-	ah->grh.sgid_attr = NULL;
-	if (!(ah->ah_flags & IB_AH_GRH))
-		return;
-	mgid = rdma_get_gid_attr(bond->rails[rail].ibdev,
-				 bond->rails[rail].port, ah->grh.sgid_index);
-	if (IS_ERR(mgid))
-		return;
-	bgid = rdma_find_gid_by_port(&bond->ibdev, &mgid->gid, mgid->gid_type,
-				     RBOND_PORT, NULL);
-	if (!IS_ERR(bgid)) {
-		ah->grh.sgid_index = bgid->index;
-		rdma_put_gid_attr(bgid);
-	}
-	rdma_put_gid_attr(mgid);
-}
-
 int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		   int attr_mask, struct ib_qp_init_attr *init_attr)
 {
@@ -550,19 +592,23 @@ int rbond_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	member = qp->member[qp->home];
 	key = rbond_mrail_key_rail(qp);
 	first = rbond_mrail_first_member(qp);
-	if (!first) {
-		key = qp->home;		/* its device went */
-		first = member;
-	}
 	if (member) {
 		/*
 		 * What the application set - its path, its peer's QPN - is
 		 * its first home member's, also after the home moved (that
-		 * member is in error since); the state is the home's.
+		 * member is in error since), or what it had when its device
+		 * went; the state is the home's.
 		 */
-		ret = ib_query_qp(first, attr, attr_mask, &minit);
-		if (!ret)
-			rbond_qp_translate_back(bond, key, &attr->ah_attr);
+		if (!first && !rbond_mrail_first_kept(qp, attr)) {
+			key = qp->home;
+			first = member;
+		}
+		if (first) {
+			ret = ib_query_qp(first, attr, attr_mask, &minit);
+			if (!ret)
+				rbond_qp_translate_back(bond, key,
+							&attr->ah_attr);
+		}
 		if (!ret && first != member) {
 			ret = ib_query_qp(member, &st, IB_QP_STATE |
 					  IB_QP_CUR_STATE, &minit);
