@@ -47,7 +47,7 @@
 #      rbond0, rail 0 last in 8);
 #   9. as 1 with rail 0's member device removed (rdma link delete
 #      rxe_a0) instead of its link down: the QPs homed on it move before
-#      the member goes (opt-in: FH_CASES=9; it rebuilds rbond0).
+#      the member goes (runs last: it rebuilds rbond0).
 # Cases 5 and 6 are not run by default (FH_CASES=5,6 runs them): the
 # heartbeat they need is off by default.  They found a bug - rbond_verify's
 # QP pair, in its READ phase when the home rail went silent, did not move
@@ -71,7 +71,7 @@ H=/sys/module/rdma_bond/parameters/home_failover
 
 home_moves() { mrail_stat home_moves; }
 DDC=/sys/kernel/debug/dynamic_debug/control
-CASES=" $(echo "${FH_CASES:-1 4 2 3}" | tr , " ") "
+CASES=" $(echo "${FH_CASES:-1 4 2 3 9}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
 [ -n "${FH_DEBUG:-}" ] &&
 	echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control

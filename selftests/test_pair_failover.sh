@@ -39,6 +39,10 @@
 #      device is rail 1 of b's bond again (the QP does not take it back:
 #      a device added again serves new objects only).  Opt-in
 #      (PF_CASES=9), as 8.
+#  10. host b's rail-0 device - the QP's home - removed (rdma link delete
+#      rxe_b0) under the stream: b moves the home before the member goes,
+#      a on b's FENCE; then rxe_b0 is added back and b's rbond0 rebuilt.
+#      Opt-in (PF_CASES=10), as 8.
 #
 #   guest a: rbond0 = [rxe_a0 on a0 10.0.1.1, rxe_a1 on a1 10.0.2.1]
 #                 ||  qemu socket link per rail (127.0.0.1)  ||
@@ -282,6 +286,43 @@ double_case() {
 	pair_sync "pd$n.done" 120
 }
 
+# remove_case N BREAKER LABEL: rbond_stream a -> b; host BREAKER deletes
+# its rail-0 member device - every QP's home - once rail 1 carries data
+# (rdma link delete rxe_X0): the removal moves the QP's home to rail 1
+# before the member goes (rbond_fo_rail_removing()), the other host moves
+# on the FENCE; nothing lost, duplicated or corrupted.  The device is
+# added back afterwards and the breaker's rbond0 rebuilt (rail order).
+remove_case() {
+	local n=$1 brk=$2 label=$3 h0 rc pid mine peer m al
+	h0=$(mrail_stat home_moves); al=$(mrail_stat atomics_lost)
+	m=$(dmesg_mark)
+	stream_start "pr$n" 24 1
+	if [ "$me" = a ] && ! wait_qp_rails rbond0 0x3 10; then
+		log "$label: rail 1 not in use before the fault: $(qp_mrail rbond0 | grep multirail)"
+	fi
+	pair_sync "pr$n.r1" 30
+	if [ "$me" = "$brk" ]; then
+		rdma link delete "rxe_${me}0"
+		log "$label: rxe_${me}0 deleted at $(date +%T.%N | cut -c1-12) (rc $?)"
+	fi
+	wait $pid; rc=$?
+	stream_report "pr$n"
+	stream_ok $rc $al "$label" "$([ "$me" = b ] && echo server)"
+	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"
+	mine=$(( $(mrail_stat home_moves) - h0 ))
+	pair_put "pr$n.hm.$me" "$mine"
+	peer=$(pair_get "pr$n.hm.$(pair_peer)" 60)
+	log "$label: home moves here $mine, on the peer ${peer:-?}; $(dmesg_since "$m" | grep -E 'removed|home moved' | head -n 3 | tr '\n' ';')"
+	[ "$mine" -ge 1 ]
+	log_test $? "$label: host $me moved the QP's home to rail 1"
+	if [ "$me" = "$brk" ]; then
+		readd_rail "${me}0" && rdma link delete rbond0 &&
+			rbond_create rbond0 "$me" && _wait_gid rbond0
+		log_test $? "$label: rxe_${me}0 added again, rbond0 rebuilt over both rails"
+	fi
+	pair_sync "pr$n.done" 120
+}
+
 CASES=" $(echo "${PF_CASES:-1 2 3 4 5 6 7}" | tr , " ") "
 case_on() { [ "${CASES#* $1 }" != "$CASES" ]; }
 DDC=/sys/kernel/debug/dynamic_debug/control
@@ -303,6 +344,7 @@ case_on 4 && home_case 4 b 8 "b0 (home) down for 8 s on host b only"
 case_on 5 && home_case 5 a good "a0 (home) down for good on host a only"
 case_on 6 && home_case 6 b good "b0 (home) down for good on host b only"
 case_on 7 && double_case 7 "b1, then b0 (home) down on host b"
+case_on 10 && remove_case 10 b "b0's device (home) removed on host b only"
 pair_sync done 600
 dmesg | grep -E 'rbond0: (rail 1|QP .*rail 1)' | sed 's/^/# /'
 exit $ret
