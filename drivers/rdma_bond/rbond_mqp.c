@@ -509,6 +509,11 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	rsp_conn = mq->rsp_conn;
 	mq->rsp_conn = NULL;
 	/* a new connection, new nonces: the old peer's echo is void */
+	if (mq->have_peer_nonce) {
+		memcpy(mq->old_peer_nonce, mq->peer_nonce,
+		       sizeof(mq->old_peer_nonce));
+		mq->have_old_peer_nonce = true;
+	}
 	mq->have_peer_nonce = false;
 	memset(mq->peer_nonce, 0, sizeof(mq->peer_nonce));
 	get_random_bytes(mq->nonce, sizeof(mq->nonce));

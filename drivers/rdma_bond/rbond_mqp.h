@@ -125,6 +125,12 @@ struct rbond_mqp {
 	/* the peer QP's nonce (attr_lock to write; set once) */
 	bool have_peer_nonce;
 	u8 peer_nonce[8];
+	/*
+	 * (attr_lock) The peer's nonce before our last RESET: QP_REQs that
+	 * carry it are from the peer's previous connection (rbond_mq_req_stale())
+	 */
+	bool have_old_peer_nonce;
+	u8 old_peer_nonce[8];
 
 	/* work state (mq->lock) */
 	enum rbond_neg_state state;	/* READ_ONCE outside mq->lock */

@@ -968,6 +968,36 @@ static bool rbond_mq_rsp_ours(struct rbond_mqp *mq, struct rbond_conn *conn,
 }
 
 /*
+ * A QP_REQ that is not from the peer QP's current connection: with a nonce
+ * other than the one it gave (its QP was reset since), or, before it gave
+ * one, with the one it gave before our QP was reset - the peer's previous
+ * connection, whose rejoin QP_REQs may reach us after our RESET (held
+ * until our RTR) while the peer's application has not reset its QP yet.
+ * Taken, it named members the peer then destroyed and set the peer's nonce
+ * to the old one for good (test_teardown_load e, once in CI: the new
+ * connection's rail-1 WRITEs got no ACK, the peer's FENCE_ACK echoed the
+ * old nonce and was dropped, the first WQE flushed).  Not answered either:
+ * the current connection asks again.  attr_lock or mq->lock held.
+ */
+static bool rbond_mq_req_prev(struct rbond_mqp *mq,
+			      const struct rbond_msg *req)
+{
+	return mq->have_old_peer_nonce &&
+	       !memcmp(req->nonce, mq->old_peer_nonce,
+		       sizeof(mq->old_peer_nonce));
+}
+
+static bool rbond_mq_req_stale(struct rbond_mqp *mq,
+			       const struct rbond_msg *req)
+{
+	/* pairs with smp_store_release() in rbond_mq_learn_nonce() */
+	if (smp_load_acquire(&mq->have_peer_nonce))
+		return memcmp(req->nonce, mq->peer_nonce,
+			      sizeof(mq->peer_nonce));
+	return rbond_mq_req_prev(mq, req);
+}
+
+/*
  * A QP_REQ is from our peer QP: on a connection it opened from its address
  * - after a home move from its new home's, with the nonce it gave before.
  */
@@ -975,15 +1005,14 @@ static bool rbond_mq_req_ours(struct rbond_mqp *mq, struct rbond_conn *conn,
 			      const struct rbond_msg *req, __be32 peer_addr,
 			      u32 peer_qpn)
 {
-	if (!conn || conn->active || be32_to_cpu(req->src_qpn) != peer_qpn)
+	if (!conn || conn->active || be32_to_cpu(req->src_qpn) != peer_qpn ||
+	    rbond_mq_req_stale(mq, req))
 		return false;
 	if (conn->raddr == peer_addr)
 		return true;
 	if (!rbond_mq_addr_ours(mq, conn->raddr, peer_addr))
 		return false;
-	/* pairs with smp_store_release() in rbond_mq_learn_nonce() */
-	return smp_load_acquire(&mq->have_peer_nonce) &&
-	       !memcmp(req->nonce, mq->peer_nonce, sizeof(mq->peer_nonce));
+	return smp_load_acquire(&mq->have_peer_nonce);	/* and it matched */
 }
 
 /**
@@ -1168,6 +1197,12 @@ void rbond_mq_work(struct work_struct *work)
 		rbond_mq_kick(mq, msecs_to_jiffies(RBOND_MQ_RETRY_MS));
 
 answer:
+	if (req_pending && req_conn && rbond_mq_req_stale(mq, &req)) {
+		ibdev_dbg(&bond->ibdev,
+			  "QP 0x%x: QP_REQ of the peer's previous connection not answered\n",
+			  mq->qp->ibqp.qp_num);
+		req_pending = false;
+	}
 	if (req_pending && req_conn) {
 		ok = mq->state != RBOND_NEG_SINGLE &&
 		     rbond_mq_req_ours(mq, req_conn, &req, peer_addr,
@@ -1235,12 +1270,26 @@ void rbond_handle_qp_msg(struct rbond_conn *conn,
 	mq = rbond_mq_find_conn(conn, be32_to_cpu(m->dst_qpn));
 	if (mq) {
 		spin_lock_irqsave(&mq->attr_lock, flags);
+		if (is_req && rbond_mq_req_prev(mq, m)) {
+			/* the peer's previous connection: no answer at all */
+			spin_unlock_irqrestore(&mq->attr_lock, flags);
+			mutex_unlock(&rbond_mq_mutex);
+			pr_debug("QP_REQ for QP 0x%x from %pI4 QP 0x%x: of its previous connection, dropped\n",
+				 be32_to_cpu(m->dst_qpn), &conn->raddr,
+				 be32_to_cpu(m->src_qpn));
+			return;
+		}
 		if (is_req) {
-			/* before RTR the peer is not known yet: check later */
-			take = !mq->have_rtr ||
-			       rbond_mq_req_ours(mq, conn, m, mq->peer_addr,
-						 mq->peer_qpn);
-			if (take && !mq->req_pending) {
+			/*
+			 * before RTR the peer is not known yet: check later;
+			 * the newest request wins the slot (one of the peer's
+			 * previous connection may hold it: rbond_mq_req_stale)
+			 */
+			take = !rbond_mq_req_stale(mq, m) &&
+			       (!mq->have_rtr ||
+				rbond_mq_req_ours(mq, conn, m, mq->peer_addr,
+						  mq->peer_qpn));
+			if (take) {
 				mq->req_pending = true;
 				mq->req = *m;
 				old = mq->req_conn;

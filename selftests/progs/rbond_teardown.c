@@ -59,6 +59,7 @@ struct wire {
 static struct {
 	const char *dev, *server, *flag_file;
 	int gid, port, window, ack_timeout, secs, drain_s, rounds;
+	int reset_delay_ms;	/* -E server: RESET this much after the client */
 	size_t size;
 	bool error;
 } opt = { .gid = 1, .port = 18515, .window = 32, .ack_timeout = 18,
@@ -456,6 +457,9 @@ static int server_error(void)
 		diag("%zu bytes of the WRITEs after the error reached memory",
 		     bad);
 	sync_ok(sock, !bad);
+	/* -W: the client's new connection asks our QP before it is reset */
+	if (opt.reset_delay_ms)
+		usleep(opt.reset_delay_ms * 1000);
 	if (qp_to(&c, IBV_QPS_RESET) || conn_connect(&c))
 		return 1;
 	sync_ok(sock, true);	/* the client's last WRITEs completed */
@@ -497,7 +501,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	int c, ret = 1;
 
-	while ((c = getopt(argc, argv, "d:g:p:s:n:u:t:T:F:D:Eh")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:s:n:u:t:T:F:D:EW:h")) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
 		case 'g': opt.gid = atoi(optarg); break;
@@ -510,8 +514,9 @@ int main(int argc, char **argv)
 		case 'F': opt.flag_file = optarg; break;
 		case 'D': opt.rounds = atoi(optarg); break;
 		case 'E': opt.error = true; break;
+		case 'W': opt.reset_delay_ms = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s BYTES] [-n WINDOW] [-u ACK_TIMEOUT] [-t SEC] [-T DRAIN_SEC] [-F FILE] [-D ROUNDS] [-E] [SERVER]\n",
+			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s BYTES] [-n WINDOW] [-u ACK_TIMEOUT] [-t SEC] [-T DRAIN_SEC] [-F FILE] [-D ROUNDS] [-E [-W MS]] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -519,7 +524,8 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		opt.server = argv[optind];
 	if (!opt.dev || opt.window < 1 || opt.window > 1024 || !opt.size ||
-	    opt.size > (1u << 24) || opt.rounds < 0) {
+	    opt.size > (1u << 24) || opt.rounds < 0 ||
+	    opt.reset_delay_ms < 0 || opt.reset_delay_ms > 60000) {
 		fprintf(stderr, "%s: -d DEV required, 1 <= WINDOW <= 1024, 1 <= BYTES <= 16 MiB\n",
 			argv[0]);
 		return 2;
