@@ -1270,11 +1270,19 @@ void rbond_handle_qp_msg(struct rbond_conn *conn,
 	mq = rbond_mq_find_conn(conn, be32_to_cpu(m->dst_qpn));
 	if (mq) {
 		spin_lock_irqsave(&mq->attr_lock, flags);
-		if (is_req && rbond_mq_req_prev(mq, m)) {
-			/* the peer's previous connection: no answer at all */
+		if (is_req && (rbond_mq_req_prev(mq, m) ||
+			       (mq->have_rtr && conn->raddr == mq->peer_addr &&
+				be32_to_cpu(m->src_qpn) == mq->peer_qpn &&
+				rbond_mq_req_stale(mq, m)))) {
+			/*
+			 * The peer's previous connection, or its next one
+			 * while ours is still the old (our application resets
+			 * next; it asks again): no answer at all - a NOENT
+			 * would leave its next connection single-rail
+			 */
 			spin_unlock_irqrestore(&mq->attr_lock, flags);
 			mutex_unlock(&rbond_mq_mutex);
-			pr_debug("QP_REQ for QP 0x%x from %pI4 QP 0x%x: of its previous connection, dropped\n",
+			pr_debug("QP_REQ for QP 0x%x from %pI4 QP 0x%x: not of its current connection, dropped\n",
 				 be32_to_cpu(m->dst_qpn), &conn->raddr,
 				 be32_to_cpu(m->src_qpn));
 			return;
