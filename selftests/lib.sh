@@ -557,6 +557,12 @@ dmesg_since() {
 		 END { for (i = s + 1; i <= NR; i++) print l[i] }' ;;
 	esac
 }
+# Times on the kernel's clock (the log's timestamps): now_k, the seconds of
+# the kernel log line(s) on stdin (klog_s), and the ms from T0 to T1
+# (ms_between T0 T1)
+now_k() { cut -d' ' -f1 /proc/uptime; }
+klog_s() { sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
+ms_between() { echo "($2 - $1) * 1000 / 1" | bc; }
 dmesg_check() {	# dmesg_check MARK: fail if the log since MARK has a report
 	local new
 	new=$(dmesg_since "$1")

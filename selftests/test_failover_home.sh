@@ -19,8 +19,8 @@
 #      down for 8 s: a second home move, back to rail 0, and the stream
 #      is still intact at its end.  While rail 0 is down (the home moved),
 #      a root process on host B's rail-1 address forges QP_REQs naming
-#      rbond0's QP pair without the peer's nonce: refused
-#      (progs/rbond_hostile qpreq);
+#      rbond0's QP pair without the peer's nonce: refused; a QP_RSP and a
+#      home FENCE: ignored (progs/rbond_hostile qpreq);
 #   2. ibv_rc_pingpong with its content check (-c), thousands of
 #      iterations, rail 0 down for good in the middle;
 #   3. ib_write_bw, one QP, rail 0 down for good half-way: completes, and
@@ -104,21 +104,21 @@ home_case() {
 			log "rbond_verify never printed '$FH_PHASE'"
 	fi
 	sleep 1
-	t0=$(cut -d' ' -f1 /proc/uptime)
+	t0=$(now_k)
 	SECONDS=0
 	eval "$brk"
 	log "$label: rail 0 (home) broken at $(date +%T) ($brk)"
 	[ -n "${HC_AGAIN:-}" ] && { sleep 2; forged_qpreq "$label"; }
 	sleep $((SECONDS < 8 ? 8 - SECONDS : 0))
-	HC_TFIX=$(cut -d' ' -f1 /proc/uptime)
+	HC_TFIX=$(now_k)
 	eval "$fix"
 	[ -n "${HC_AGAIN:-}" ] && home_again "$label" "$m"
 	wait $VPID; rc=$?
 	wait $SPID; src=$?
 	log "$label: home moves $(($(home_moves) - h0)), replayed WQEs $(($(mrail_stat failover_replayed) - r0))"
 	dmesg_since "$m" | grep -E 'home rail|rail 0|heartbeat' | head -n 8 | sed 's/^/# /'
-	t1=$(dmesg_since "$m" | grep -m1 'home moved' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
-	[ -n "$t1" ] && log "BENCH $label: fault to the first home move $(echo "($t1 - $t0) * 1000 / 1" | bc) ms (kernel clock, detection + fence + replay)"
+	t1=$(dmesg_since "$m" | grep -m1 'home moved' | klog_s)
+	[ -n "$t1" ] && log "BENCH $label: fault to the first home move $(ms_between "$t0" "$t1") ms (kernel clock, detection + fence + replay)"
 	[ $rc = 0 ]
 	log_test $? "$label: rbond_verify intact ($(grep -c '^ok' /tmp/fh_v) checks)"
 	prov_stream_report /tmp/fh_s $src
@@ -141,7 +141,8 @@ home_case() {
 # none: a QP whose home moved takes QP_REQs from any of its peer's rails,
 # but only with the nonce the peer gave before - both must be refused, and
 # the kernel's reason (debug level) must be the peer check, not an unknown
-# QP
+# QP; then a QP_RSP (taken only on a connection the QP opened) and a FENCE
+# of the home rail (only with the QP's nonce), guessed: no answer
 forged_qpreq() {
 	local label=$1 l q p m rc n
 	l=$(rdma res show qp link rbond0/1 2>/dev/null | grep -m1 lqpn)
@@ -162,7 +163,7 @@ forged_qpreq() {
 	n=$(dmesg_since "$m" | grep -c "QP_REQ for QP $(printf 0x%x "$q") from $(rail_ip 1 b) QP $(printf 0x%x "$p"): no such QP (not its peer)")
 	[ -w "$DDC" ] || n="2 (no dynamic debug: not checked)"
 	[ $rc = 0 ] && [ "${n%% *}" = 2 ]
-	log_test $? "$label: forged QP_REQs for QP $(printf 0x%x "$q") from the peer's rail 1 without its nonce refused as not from its peer ($n of 2)"
+	log_test $? "$label: forged QP_REQs for QP $(printf 0x%x "$q") from the peer's rail 1 without its nonce refused as not from its peer ($n of 2), a forged QP_RSP and home FENCE ignored"
 }
 
 # home_again LABEL MARK: (in home_case, rail 0 just repaired) both ends
@@ -186,10 +187,10 @@ home_again() {
 		[ "$(echo "$new" | grep -c 'rail 0 back in use')" -ge 2 ] && break
 		sleep 0.1
 	done
-	t1=$(echo "$new" | grep 'rail 0 back in use' | sed -n '2s/^\[ *\([0-9.]*\)\].*/\1/p')
+	t1=$(echo "$new" | grep 'rail 0 back in use' | sed -n 2p | klog_s)
 	[ -n "$t1" ]
 	log_test $? "$label: both ends of a moved QP take the old home rail back ($(echo "$new" | grep -c 'rail 0 back in use') QP ends)"
-	[ -n "$t1" ] && log "BENCH $label: home rail repaired to its failback $(echo "($t1 - $t0) * 1000 / 1" | bc) ms (kernel clock, port hold 1 s + rejoin + probe)"
+	[ -n "$t1" ] && log "BENCH $label: home rail repaired to its failback $(ms_between "$t0" "$t1") ms (kernel clock, port hold 1 s + rejoin + probe)"
 	b0=$(($(rail_tx_bytes a0) + $(rail_tx_bytes b0)))
 	w0=$(rdma_hw_stat rbond0 rail0_tx_wqes)
 	sleep 6

@@ -188,7 +188,7 @@ home_case() {
 		log "$label: ${me}0 (home) down at $(date +%T.%N | cut -c1-12)"
 		if [ "$hold" != good ]; then
 			sleep "$hold"; rail_up "${me}0"
-			tfix=$(cut -d' ' -f1 /proc/uptime)
+			tfix=$(now_k)
 		fi
 	fi
 	wait $pid; rc=$?
@@ -224,9 +224,9 @@ home_case() {
 			# the rail back (CI, 6.12: FETCH_ADD 29's reply lost)
 			log "$label: no failback check: the stream ended early (rc $rc)${fb:+; $fb}"
 		fi
-		tfb=$(echo "$fb" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
+		tfb=$(echo "$fb" | klog_s)
 		[ -n "$tfix" ] && [ -n "$tfb" ] &&
-			log "BENCH $label: home rail repaired to its failback $(echo "($tfb - $tfix) * 1000 / 1" | bc) ms on host $me (kernel clock)"
+			log "BENCH $label: home rail repaired to its failback $(ms_between "$tfix" "$tfb") ms on host $me (kernel clock)"
 		[ -n "${PF_DEBUG:-}" ] && dmesg_since "$m" |
 			grep -E 'rail 0|home|rejoin|unused|dropped|probe|negotiation|QP_R' |
 			grep -v 'home rail only' |

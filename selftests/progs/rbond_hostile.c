@@ -844,13 +844,16 @@ static int do_forge(void)
  * move a QP takes QP_REQs from any of its peer's rails - with the nonce
  * the peer gave before only: this one must be refused, and nothing about
  * the QP told.  Then once more with every byte of the nonce zero (a peer
- * that never gave one).
+ * that never gave one); then a QP_RSP and a home FENCE with a guessed
+ * echo: ignored.
  */
 static int do_qpreq(void)
 {
+	uint8_t raw[SLOT];
 	struct cconn c;
 	const char *why;
 	struct hmsg m;
+	size_t len;
 	int r, i;
 
 	r = cc_connect(&c, true, &why);
@@ -873,6 +876,25 @@ static int do_qpreq(void)
 	memset(m.nonce, 0, sizeof(m.nonce));
 	expect_refusal(&c, &m, QP_RSP,
 		       "the same with no nonce");
+	/*
+	 * A QP_RSP as the peer would answer the victim's rejoin, and a FENCE
+	 * of the home rail (rail 0) with a guessed echo: a QP_RSP is taken
+	 * only on a connection the victim opened, a FENCE only with its
+	 * nonce - both dropped, nothing answered.
+	 */
+	m.h.type = QP_RSP;
+	m.h.status = ST_OK;
+	for (i = 0; i < 8; i++)
+		m.echo[i] = rand();
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len,
+		       "QP_RSP for the QP pair on a connection its peer opened, guessed nonce");
+	fence_msg(&m, (uint32_t)opt.psn, (uint32_t)opt.qpn);
+	m.b.fence.rail = 0;
+	m.b.fence.peer_rail = 0;
+	len = msg_pack(&m, raw);
+	expect_silence(&c, raw, len,
+		       "FENCE of the QP pair's home rail from another rail of its peer, guessed nonce");
 	cc_close(&c);
 	printf("# qpreq: %d checks, %d failed\n", tap_n, tap_failed);
 	return tap_failed ? 1 : 0;
