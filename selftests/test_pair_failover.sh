@@ -187,8 +187,9 @@ home_case() {
 		rail_down "${me}0"
 		log "$label: ${me}0 (home) down at $(date +%T.%N | cut -c1-12)"
 		if [ "$hold" != good ]; then
-			sleep "$hold"; rail_up "${me}0"
-			tfix=$(now_k)
+			# the repair's time from before rail_up (it waits for
+			# the routes and the GID, past the port's hold-down)
+			sleep "$hold"; tfix=$(now_k); rail_up "${me}0"
 		fi
 	fi
 	wait $pid; rc=$?
