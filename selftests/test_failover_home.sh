@@ -377,10 +377,7 @@ park_case 8 "member device removed while members wait" \
 # drained, its responder's PSN read: rbond_fo_rail_removing()), then
 # destroys it; host B's bond moves on A's FENCE.  rxe_a0 is added back to
 # rbond0 8 s later, and rbond0 rebuilt (its rails in order) at the end.
-RM=/sys/module/rdma_bond/parameters/home_remove_move
-case_on 9 && echo 1 > $RM	# opt-in in the module (experimental)
 home_case 9 "home device removed" "rdma link delete rxe_a0" "readd_rail a0"
-echo 0 > $RM
 if case_on 9; then
 	echo "$HC_LOG" | grep -qE 'rail 0 removed: [1-9][0-9]* QPs homed on it move their home'
 	log_test $? "home device removed: the removal moved the QPs' home first ($(echo "$HC_LOG" | grep -oE 'rail 0 removed: .*' | head -n 1))"

@@ -302,13 +302,11 @@ remove_case() {
 		log "$label: rail 1 not in use before the fault: $(qp_mrail rbond0 | grep multirail)"
 	fi
 	pair_sync "pr$n.r1" 30
-	echo 1 > /sys/module/rdma_bond/parameters/home_remove_move
 	if [ "$me" = "$brk" ]; then
 		rdma link delete "rxe_${me}0"
 		log "$label: rxe_${me}0 deleted at $(date +%T.%N | cut -c1-12) (rc $?)"
 	fi
 	wait $pid; rc=$?
-	echo 0 > /sys/module/rdma_bond/parameters/home_remove_move
 	stream_report "pr$n"
 	stream_ok $rc $al "$label" "$([ "$me" = b ] && echo server)"
 	log_test $? "$label: rbond_stream on host $me: nothing lost, duplicated or corrupted (rc $rc)"

@@ -4,8 +4,9 @@
 #
 # Lifecycle with live kernel QPs on the bonds (rbond_ktest keep=1):
 #   - a rail that is not the QPs' home goes away (rdma link delete rxe_a1)
-#   - the home rail goes away (netdev deleted: rxe unregisters): QPs flushed,
-#     the bond keeps the remaining rail, which becomes primary
+#   - the home rail goes away (netdev deleted: rxe unregisters): the QPs
+#     move their home to the remaining rail first and stay RTS; the bond
+#     keeps that rail, which becomes primary
 #   - the last rail goes away: the bond unregisters itself
 #   - rmmod rdma_bond with QPs alive: kernel consumers get their remove()
 #   - rdma link delete while a process holds a context with a QP on the bond
@@ -38,7 +39,10 @@ test_member_removal() {
 
 	rc=0
 	# deletes the veth pair a0/b0: rxe_a0 and rxe_b0 unregister themselves,
-	# both bonds lose their primary (the QPs' home) rail
+	# both bonds lose their primary (the QPs' home) rail; the removal
+	# moves the QPs' home to rail 2 first (home_remove_move), so the
+	# kernel QPs stay connected (RTS), not flushed
+	m=$(dmesg_mark)
 	ip link del a0 || rc=1
 	for i in $(seq 50); do [ -e $SYS/rxe_a0 ] || break; sleep 0.1; done
 	[ -e $SYS/rxe_a0 ] && rc=1
@@ -47,7 +51,20 @@ test_member_removal() {
 	grep -q '^2 rxe_a2 a2' $SYS/rbond0/bond/rails || rc=1
 	[ "$(cat $SYS/rbond0/bond/primary)" = 2 ] || rc=1
 	rdma link show rbond0/1 | grep -q 'netdev a2' || rc=1
-	log_test $rc "home rail's netdev deleted: QPs flushed, rail 2 becomes primary"
+	log_test $rc "home rail's netdev deleted: rail 2 becomes primary"
+
+	rc=0
+	for i in $(seq 50); do
+		[ "$(dmesg_since "$m" | grep -c 'home moved to rail 2')" -ge 2 ] && break
+		sleep 0.1
+	done
+	dmesg_since "$m" | grep -E 'removed|home moved' | sed 's/^/#   /'
+	for b in rbond0 rbondb; do
+		dmesg_since "$m" | grep -q "$b: QP .*home moved to rail 2" || rc=1
+		rdma res show qp link $b/1 | grep 'type RC' | sed 's/^/#   /'
+		rdma res show qp link $b/1 | grep 'type RC' | grep -q 'state RTS' || rc=1
+	done
+	log_test $rc "home rail's netdev deleted: both hosts' kernel QPs moved home to rail 2, still RTS"
 
 	rc=0
 	check_ok rdma link delete rxe_a2 || rc=1

@@ -297,6 +297,30 @@ static bool rbond_conn_reapable(struct rbond_conn *conn)
 	       rbond_conn_torn_down(conn);
 }
 
+/* On rbond_conns, which holds a reference.  rbond_conn_mutex held. */
+static void rbond_conn_list(struct rbond_conn *conn)
+{
+	lockdep_assert_held(&rbond_conn_mutex);
+	list_add_tail(&conn->list, &rbond_conns);
+	conn->listed = true;
+}
+
+/*
+ * Off rbond_conns, onto @to (a reap list) or none: the caller puts the
+ * list's reference once.  A connection on a reap list is no longer listed
+ * - its list_head is not empty then, so only conn->listed tells: two
+ * unlisters would put that reference twice.  rbond_conn_mutex held.
+ */
+static void rbond_conn_unlist(struct rbond_conn *conn, struct list_head *to)
+{
+	lockdep_assert_held(&rbond_conn_mutex);
+	conn->listed = false;
+	if (to)
+		list_move_tail(&conn->list, to);
+	else
+		list_del_init(&conn->list);
+}
+
 /* Tear down and unlist unless still needed; the caller holds a ref. */
 static void rbond_conn_down(struct rbond_conn *conn)
 {
@@ -306,8 +330,8 @@ static void rbond_conn_down(struct rbond_conn *conn)
 	mutex_lock(&rbond_conn_mutex);
 	/* A failed active probe stays listed: negative cache. */
 	if (!rbond_ctrl_stopping && rbond_conn_reapable(conn) &&
-	    !list_empty(&conn->list)) {
-		list_del_init(&conn->list);
+	    conn->listed) {
+		rbond_conn_unlist(conn, NULL);
 		unlisted = conn;
 	}
 	mutex_unlock(&rbond_conn_mutex);
@@ -432,7 +456,7 @@ static void rbond_ctrl_reap(struct list_head *gone)
 		     rbond_conn_torn_down(conn) &&
 		     time_after(jiffies, conn->fail_time +
 					 RBOND_CTRL_FAIL_HOLD)))
-			list_move_tail(&conn->list, gone);
+			rbond_conn_unlist(conn, gone);
 	}
 }
 
@@ -725,7 +749,7 @@ static int rbond_ctrl_accept(struct rdma_cm_id *id,
 		rbond_ctrl_put_list(&gone);
 		goto err_free_res;
 	}
-	list_add_tail(&conn->list, &rbond_conns);
+	rbond_conn_list(conn);
 	mutex_unlock(&rbond_conn_mutex);
 	rbond_ctrl_put_list(&gone);
 	rbond_cm_conn_param(&param, &mine);
@@ -733,7 +757,7 @@ static int rbond_ctrl_accept(struct rdma_cm_id *id,
 	if (ret) {
 		/* ESTABLISHED never comes: the id goes with the return. */
 		mutex_lock(&rbond_conn_mutex);
-		list_del_init(&conn->list);
+		rbond_conn_unlist(conn, NULL);
 		mutex_unlock(&rbond_conn_mutex);
 		goto err_free_res;
 	}
@@ -1050,7 +1074,7 @@ static struct rbond_conn *__rbond_ctrl_connect(__be32 laddr, __be32 raddr,
 		goto out_unlock;
 	}
 	if (old)
-		list_del_init(&old->list);
+		rbond_conn_unlist(old, NULL);
 	/* Every destination a local user names costs one: bounded. */
 	rbond_ctrl_count(true, raddr, &all, &same);
 	if (all >= RBOND_CTRL_MAX_ACTIVE) {
@@ -1081,7 +1105,7 @@ static struct rbond_conn *__rbond_ctrl_connect(__be32 laddr, __be32 raddr,
 		ret = rdma_bind_addr(id, (struct sockaddr *)&src);
 	}
 	conn->id = id;
-	list_add_tail(&conn->list, &rbond_conns);
+	rbond_conn_list(conn);
 	rbond_conn_get(conn);		/* the caller's */
 	if (!ret)
 		ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,

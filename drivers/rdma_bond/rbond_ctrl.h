@@ -61,7 +61,8 @@ struct rbond_cbuf {
 };
 
 struct rbond_conn {
-	struct list_head list;		/* rbond_conns */
+	struct list_head list;		/* rbond_conns, or a reap list */
+	bool listed;			/* on rbond_conns: the list's ref */
 	struct kref ref;
 	struct rdma_cm_id *id;
 	struct ib_pd *pd;

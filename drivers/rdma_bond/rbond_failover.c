@@ -53,15 +53,16 @@ MODULE_PARM_DESC(home_failover,
 		 "Fail a multi-rail QP's home rail over to another rail, with its SENDs, receives and atomics (default on)");
 
 /*
- * Off by default: with both hosts' home member devices removed at once
- * (test_rbond_lifecycle, a rail's veth pair deleted) one run logged a
- * refcount underflow of a control connection in rbond_fo_home_switch()
- * (open, Documentation/testing.rst).
+ * On by default.  It was off while a run of test_rbond_lifecycle (both
+ * hosts' home member devices removed at once) logged a refcount underflow
+ * of a control connection in rbond_fo_home_switch(): the list's reference
+ * of a connection being torn down was put twice when a reap ran at the
+ * same time (rbond_conn_unlist()).
  */
-static bool rbond_home_remove_move;
+static bool rbond_home_remove_move = true;
 module_param_named(home_remove_move, rbond_home_remove_move, bool, 0644);
 MODULE_PARM_DESC(home_remove_move,
-		 "Move the home of the QPs homed on a member device being removed before it goes (default off: experimental)");
+		 "Move the home of the QPs homed on a member device being removed before it goes (default on; off: such QPs are lost with the device)");
 
 static bool rbond_fo_mark_home(struct rbond_qp *qp, u8 reason);
 
@@ -311,18 +312,14 @@ void rbond_fo_rail_removing(struct rbond_dev *bond, unsigned int rail)
 
 	if (rail >= RBOND_MAX_RAILS || !READ_ONCE(rbond_home_remove_move))
 		return;
-	mutex_lock(&rbond_mq_mutex);
-	rbond_mq_for_each(bond, rbond_fo_removing_one, &a);
-	mutex_unlock(&rbond_mq_mutex);
+	rbond_mq_walk(bond, rbond_fo_removing_one, &a);
 	if (!a.n)
 		return;
 	a.mark = false;
 	while (a.waiting && time_before(jiffies, end)) {
 		msleep(20);
 		a.waiting = 0;
-		mutex_lock(&rbond_mq_mutex);
-		rbond_mq_for_each(bond, rbond_fo_removing_one, &a);
-		mutex_unlock(&rbond_mq_mutex);
+		rbond_mq_walk(bond, rbond_fo_removing_one, &a);
 	}
 	if (a.waiting)
 		ibdev_warn(&bond->ibdev,
@@ -407,9 +404,7 @@ void rbond_fo_rail_work(struct work_struct *work)
 			rbond_ctrl_forget_failed(addr);
 		a.rail = r;
 		a.n = 0;
-		mutex_lock(&rbond_mq_mutex);
-		rbond_mq_for_each(bond, rbond_fo_rail_back_one, &a);
-		mutex_unlock(&rbond_mq_mutex);
+		rbond_mq_walk(bond, rbond_fo_rail_back_one, &a);
 		if (a.n)
 			ibdev_info(&bond->ibdev,
 				   "rail %u up: %u QPs take it back in %u ms\n",
@@ -420,9 +415,7 @@ void rbond_fo_rail_work(struct work_struct *work)
 		a.rail = r;
 		a.reason = READ_ONCE(bond->rails[r].down_reason);
 		a.n = 0;
-		mutex_lock(&rbond_mq_mutex);
-		rbond_mq_for_each(bond, rbond_fo_rail_one, &a);
-		mutex_unlock(&rbond_mq_mutex);
+		rbond_mq_walk(bond, rbond_fo_rail_one, &a);
 		ibdev_warn(&bond->ibdev,
 			   "rail %u down (%s): %u QPs fail over to the other rails\n",
 			   r, rbond_fail_reason_name(a.reason), a.n);
@@ -950,9 +943,7 @@ static void rbond_fo_watch(struct work_struct *work)
 		rbond_ctrl_walk_conns(&it);
 	}
 	rbond_fo_pass++;
-	mutex_lock(&rbond_mq_mutex);
-	rbond_mq_for_each(NULL, rbond_fo_watch_one, w);
-	mutex_unlock(&rbond_mq_mutex);
+	rbond_mq_walk(NULL, rbond_fo_watch_one, w);
 	if (hb) {
 		it.fn = rbond_hb_send;
 		rbond_ctrl_walk_conns(&it);

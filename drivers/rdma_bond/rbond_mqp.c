@@ -187,6 +187,22 @@ void rbond_mq_for_each(struct rbond_dev *bond,
 }
 
 /**
+ * rbond_mq_walk() - rbond_mq_for_each() under rbond_mq_mutex
+ * @bond: the bond, or NULL for every bond
+ * @fn: the function
+ * @arg: its argument
+ *
+ * Locks: rbond_mq_mutex not held (taken here).  Process context.
+ */
+void rbond_mq_walk(struct rbond_dev *bond,
+		   void (*fn)(struct rbond_mqp *mq, void *arg), void *arg)
+{
+	mutex_lock(&rbond_mq_mutex);
+	rbond_mq_for_each(bond, fn, arg);
+	mutex_unlock(&rbond_mq_mutex);
+}
+
+/**
  * rbond_mq_kick() - (re)schedule @mq's negotiation work on rbond_wq
  * @mq: the multi-rail QP
  * @delay: in jiffies, 0 for at once

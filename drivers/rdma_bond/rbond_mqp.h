@@ -266,6 +266,8 @@ struct rbond_mqp *rbond_mq_find_conn(struct rbond_conn *conn, u32 qpn);
 bool rbond_mq_peer_addr_ok(struct rbond_mqp *mq, __be32 raddr);
 void rbond_mq_for_each(struct rbond_dev *bond,
 		       void (*fn)(struct rbond_mqp *mq, void *arg), void *arg);
+void rbond_mq_walk(struct rbond_dev *bond,
+		   void (*fn)(struct rbond_mqp *mq, void *arg), void *arg);
 void rbond_mq_kick(struct rbond_mqp *mq, unsigned long delay);
 void rbond_mq_kick_later(struct rbond_mqp *mq, unsigned long delay);
 void rbond_mq_set_state(struct rbond_mqp *mq, enum rbond_neg_state st);

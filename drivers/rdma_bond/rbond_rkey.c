@@ -200,9 +200,7 @@ void rbond_handle_rkey_rsp(struct rbond_conn *conn,
 	 * long after the answer (8 QPs x 1 MiB: ~1.3 s at 50 Mbit/s, the
 	 * other rails idle): they may go now.
 	 */
-	mutex_lock(&rbond_mq_mutex);
-	rbond_mq_for_each(NULL, rbond_rkey_kick_one, conn);
-	mutex_unlock(&rbond_mq_mutex);
+	rbond_mq_walk(NULL, rbond_rkey_kick_one, conn);
 }
 
 /**
