@@ -921,12 +921,15 @@ bool rbond_mrail_first_kept(const struct rbond_qp *qp,
  *
  * The QP is known to the peer by its first home member's QPN, which a
  * new connection names: the home goes back to that member (in error since
- * the failover, reset now by modify_qp; gone if its device was removed,
- * and the QP with it) and the member that served as home since becomes
- * an extra one again, dropped with the others by the reset.
+ * the failover, reset now by modify_qp) and the member that served as
+ * home since becomes an extra one again, dropped with the others by the
+ * reset.  If the first home member's device was removed, its QPN - the
+ * QP's - went with it: no new connection can reach the QP, the RESET is
+ * refused and the QP goes on as it was.
  * Locks: mq->lock and bond->lock held.
+ * Return: 0, or -EIO (nothing changed).
  */
-void rbond_mrail_home_restore(struct rbond_qp *qp)
+int rbond_mrail_home_restore(struct rbond_qp *qp)
 {
 	struct rbond_mqp *mq = qp->mrail;
 	unsigned int old;
@@ -934,8 +937,10 @@ void rbond_mrail_home_restore(struct rbond_qp *qp)
 
 	lockdep_assert_held(&to_rbond_dev(qp->ibqp.device)->lock);
 	if (!mq || !mq->home_moved)
-		return;
+		return 0;
 	old = mq->key_home;
+	if (!mq->first && !qp->member[old])
+		return -EIO;
 	if (mq->first) {
 		/* its rail rejoined: that member goes, the first comes back */
 		rbond_qp_destroy_member(qp, old);
@@ -959,6 +964,7 @@ void rbond_mrail_home_restore(struct rbond_qp *qp)
 	spin_unlock(&qp->rq_post_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
 	WRITE_ONCE(mq->home_moved, false);
+	return 0;
 }
 
 /**

@@ -33,7 +33,7 @@ bool rbond_mrail_home_moved(const struct rbond_qp *qp);
 void rbond_mrail_first_aside(struct rbond_qp *qp);
 struct ib_qp *rbond_mrail_first_member(const struct rbond_qp *qp);
 unsigned int rbond_mrail_key_rail(const struct rbond_qp *qp);
-void rbond_mrail_home_restore(struct rbond_qp *qp);
+int rbond_mrail_home_restore(struct rbond_qp *qp);
 bool rbond_mrail_first_keep(struct rbond_qp *qp, unsigned int rail,
 			    struct ib_qp_attr *attr);
 bool rbond_mrail_first_kept(const struct rbond_qp *qp,

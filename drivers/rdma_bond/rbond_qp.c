@@ -535,8 +535,15 @@ int rbond_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (reset)
 		rbond_mrail_lock(qp);
 	mutex_lock(&bond->lock);
-	if (reset)
-		rbond_mrail_home_restore(qp);
+	if (reset) {
+		ret = rbond_mrail_home_restore(qp);
+		if (ret) {
+			ibdev_dbg(&bond->ibdev,
+				  "QP 0x%x: RESET refused: its first home member's device was removed\n",
+				  ibqp->qp_num);
+			goto out_unlock;
+		}
+	}
 	member = qp->member[qp->home];
 	if (!member) {
 		ret = -EIO;	/* home rail lost: the QP is in error */

@@ -33,6 +33,10 @@
  *          again to the same peer QP, and 8 more iterations checked the
  *          same way - a bond QP whose home rail moved goes back to its
  *          first home member)
+ *          -X (client: before the final SEND, a RESET that must be
+ *          refused with EIO - the QP's first home member's device was
+ *          removed under the stream, its QPN gone - and leave the QP as
+ *          it was: still RTS, and the final SEND goes through)
  * Output is TAP-like; exit status 0 only if every check passed.
  *
  * One error is the bond's documented answer to a failed home rail
@@ -82,7 +86,7 @@ static struct {
 	int gid, port, window, secs, ack_timeout;
 	long count;
 	size_t chunk;
-	bool relaxed, again;
+	bool relaxed, again, refused_reset;
 } opt = { .gid = 1, .port = 18515, .window = 8, .secs = 20,
 	  .ack_timeout = 18, .chunk = 262144 };
 
@@ -181,6 +185,26 @@ static int client_wc(const struct ibv_wc *wc, const uint64_t *fadd,
 	return 0;
 }
 
+/*
+ * -X: the RESET must be refused (EIO) and change nothing: query_qp still
+ * says RTS.  0, or -1 (reported).
+ */
+static int refused_reset(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp_init_attr ia;
+	int ret, q;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	memset(&a, 0, sizeof(a));
+	q = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	tap_ok(ret == EIO && !q && a.qp_state == IBV_QPS_RTS,
+	       "client: RESET with the first home member's device gone: %s (want EIO), then query_qp: %s, state %d (want RTS %d)",
+	       ret ? strerror(ret) : "accepted", q ? strerror(q) : "ok",
+	       a.qp_state, IBV_QPS_RTS);
+	return ret == EIO && !q && a.qp_state == IBV_QPS_RTS ? 0 : -1;
+}
+
 static int run_client(void)
 {
 	size_t len = SLOTS * opt.chunk;
@@ -277,6 +301,8 @@ static int run_client(void)
 				done = s + 1;
 		}
 	}
+	if (opt.refused_reset && refused_reset() < 0)
+		return -1;
 	/* the end: the count, which the server's counter must equal */
 	{
 		struct msg *m = (struct msg *)(sbuf + SLOTS * MSG_SZ);
@@ -493,7 +519,7 @@ int main(int argc, char **argv)
 	struct wire w;
 	int c, ret = -1;
 
-	while ((c = getopt(argc, argv, "d:g:p:s:w:t:n:u:Rrh")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:s:w:t:n:u:RrXh")) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
 		case 'g': opt.gid = atoi(optarg); break;
@@ -505,8 +531,9 @@ int main(int argc, char **argv)
 		case 'u': opt.ack_timeout = atoi(optarg); break;
 		case 'R': opt.relaxed = true; break;
 		case 'r': opt.again = true; break;
+		case 'X': opt.refused_reset = true; break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s CHUNK] [-w WINDOW] [-t SECONDS] [-n COUNT] [-u ACK_TIMEOUT] [-R] [-r] [SERVER]\n",
+			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-s CHUNK] [-w WINDOW] [-t SECONDS] [-n COUNT] [-u ACK_TIMEOUT] [-R] [-r] [-X] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
