@@ -625,6 +625,26 @@ static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 }
 
+/*
+ * A message on a connection the peer opened: it is established, whether
+ * or not rdma_cm has told us yet - its ESTABLISHED event (the RTU) may be
+ * handled after the first message's receive completion, and until then
+ * an answer would not go out (rbond_ctrl_send(): -ENOTCONN), a NOENT to a
+ * QP_REQ for one (seen in CI: the first of rbond_hostile's forged QP_REQs
+ * got no answer within 3 s, the second one did).
+ */
+static void rbond_conn_seen_up(struct rbond_conn *conn)
+{
+	unsigned long flags;
+
+	if (conn->active || READ_ONCE(conn->state) == RBOND_CONN_UP)
+		return;
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->state == RBOND_CONN_CONNECTING)
+		conn->state = RBOND_CONN_UP;
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
 static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rbond_cbuf *cb = container_of(wc->wr_cqe, struct rbond_cbuf,
@@ -653,6 +673,7 @@ static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	WRITE_ONCE(conn->hb_rx, jiffies);
+	rbond_conn_seen_up(conn);
 	if (msg.type == RBOND_MSG_HEARTBEAT) {
 		WRITE_ONCE(conn->hb_queue_us,
 			   min_t(u32, be32_to_cpu(msg.hb.queue_us),
