@@ -251,6 +251,7 @@ enum { WI_NONE, WI_POSTED, WI_DONE };
 
 struct winfo {
 	uint32_t qp_uid, cq_uid, qpn, len;
+	uint32_t mf_off;	/* receive: byte offset of its first bad SGE */
 	uint8_t st, op, flags, st1;
 };
 
@@ -259,6 +260,7 @@ static uint64_t nctr, wi_cap;
 
 /* why a WR was marked WF_MUSTFAIL (the last 256 such WRs) */
 static char mf_why[160];
+static uint32_t mf_off;		/* for new_ctr(): see struct winfo */
 static struct { uint64_t ctr; char why[160]; } mfr[256];
 static unsigned int nmfr;
 
@@ -309,6 +311,7 @@ static uint64_t new_ctr(const struct xqp *q, bool recv, int op, uint32_t len,
 	w->st = WI_NONE;
 	w->op = (uint8_t)op;
 	w->flags = (recv ? WF_RECV : 0) | (mustfail ? WF_MUSTFAIL : 0);
+	w->mf_off = recv ? mf_off : 0;
 	if (mustfail) {
 		mfr[nmfr % 256].ctr = c;
 		memcpy(mfr[nmfr % 256].why, mf_why, sizeof(mf_why));
@@ -423,8 +426,15 @@ static void check_wc(const struct xcq *cq, const struct ibv_wc *wc)
 		viol("completion for wr_id 0x%" PRIx64 " names QP 0x%x, posted on 0x%x",
 		     wc->wr_id, wc->qp_num, w->qpn);
 	if (wc->status == IBV_WC_SUCCESS) {
+		/*
+		 * A receive's SGEs are used only as far as the SEND's data
+		 * goes (rxe checks each one as it reaches it), and not at all
+		 * by a WRITE with immediate: it must fail only if the data
+		 * reached its first bad SGE.
+		 */
 		if ((w->flags & WF_MUSTFAIL) &&
-		    (!(w->flags & WF_RECV) || wc->byte_len))
+		    (!(w->flags & WF_RECV) ||
+		     (wc->opcode == IBV_WC_RECV && wc->byte_len > w->mf_off)))
 			viol("wr_id 0x%" PRIx64 " (wr %" PRIu64 ", opcode %d, QP 0x%x) used a key of another PD or an MR without the access it needs, and completed with success: %s",
 			     wc->wr_id, c, w->op, w->qpn, mf_reason(c));
 		if (w->flags & WF_RECV) {
@@ -1176,12 +1186,17 @@ static void post_recv_list(int k, uint32_t n, bool sane)
 		memset(w, 0, sizeof(*w));
 		w->sg_list = &sgp[sgn];
 		w->num_sge = ns;
+		mf_off = 0;
 		for (j = 0; j < ns; j++) {
+			bool bad = mf;
+
 			if (sane && valid_sge(&sgp[sgn + j], q->p, 65536, 64))
 				mode = LK_VALID;
 			else
 				fill_sge(&sgp[sgn + j], mode, q->p, X[q->c].side,
 					 IBV_ACCESS_LOCAL_WRITE, j ? &sgp[sgn + j - 1] : NULL, &mf);
+			if (mf && !bad)
+				mf_off = len > 0xffffffffu ? 0xffffffffu : (uint32_t)len;
 			len += sgp[sgn + j].length;
 		}
 		sgn += ns;
