@@ -633,16 +633,21 @@ static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc)
  * QP_REQ for one (seen in CI: the first of rbond_hostile's forged QP_REQs
  * got no answer within 3 s, the second one did).
  */
-static void rbond_conn_seen_up(struct rbond_conn *conn)
+/* CONNECTING -> UP (any other state stays): established. */
+static void rbond_conn_set_up(struct rbond_conn *conn)
 {
 	unsigned long flags;
 
-	if (conn->active || READ_ONCE(conn->state) == RBOND_CONN_UP)
-		return;
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->state == RBOND_CONN_CONNECTING)
 		conn->state = RBOND_CONN_UP;
 	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+static void rbond_conn_seen_up(struct rbond_conn *conn)
+{
+	if (!conn->active && READ_ONCE(conn->state) != RBOND_CONN_UP)
+		rbond_conn_set_up(conn);
 }
 
 static void rbond_ctrl_rx_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -825,10 +830,7 @@ static int rbond_ctrl_cm_handler(struct rdma_cm_id *id,
 			rbond_conn_fail(conn, true);
 		return 0;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		spin_lock_irqsave(&conn->lock, flags);
-		if (conn->state == RBOND_CONN_CONNECTING)
-			conn->state = RBOND_CONN_UP;
-		spin_unlock_irqrestore(&conn->lock, flags);
+		rbond_conn_set_up(conn);
 		if (conn->active)
 			rbond_ctrl_ops->conn_up(conn);
 		return 0;
