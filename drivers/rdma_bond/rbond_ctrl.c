@@ -718,6 +718,47 @@ static void rbond_cm_conn_param(struct rdma_conn_param *param,
 }
 
 /*
+ * rdma_accept() failed on a connection already listed (ESTABLISHED never
+ * comes).  Others may have found it meanwhile and hold references of
+ * their own, or unlisted it; a device removal may even have taken its id
+ * to tear it down (rbond_conn_teardown(), which then destroys the id once
+ * this handler returns).  So it goes the way of any connection: off the
+ * list, its resources freed by the id's owner, what waits on it told, the
+ * references put - never freed here directly.  Drops the handler's
+ * reference.
+ * Return: for the cm handler - non-zero when the id is still ours, for
+ * rdma_cm to reject and destroy; 0 when the teardown owns it.
+ */
+static int rbond_ctrl_accept_failed(struct rbond_conn *conn,
+				    struct rdma_cm_id *id)
+{
+	unsigned long flags;
+	bool listed, mine;
+
+	mutex_lock(&rbond_conn_mutex);
+	listed = conn->listed;
+	if (listed)
+		rbond_conn_unlist(conn, NULL);
+	mutex_unlock(&rbond_conn_mutex);
+	spin_lock_irqsave(&conn->lock, flags);
+	mine = conn->id == id;
+	if (mine) {
+		conn->id = NULL;
+		conn->state = RBOND_CONN_DEAD;
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (mine) {
+		rbond_conn_free_res(conn, id);
+		id->context = NULL;
+		rbond_ctrl_ops->conn_down(conn);
+	}
+	if (listed)
+		rbond_conn_put(conn);	/* the list's */
+	rbond_conn_put(conn);		/* the handler's */
+	return mine ? -ECONNREFUSED : 0;
+}
+
+/*
  * A connection request, on the new id (@id->context is still the
  * listener's).  Every refusal returns non-zero: rdma_cm then rejects and
  * destroys the id, so a refused request leaves nothing behind.
@@ -776,17 +817,14 @@ static int rbond_ctrl_accept(struct rdma_cm_id *id,
 		goto err_free_res;
 	}
 	rbond_conn_list(conn);
+	rbond_conn_get(conn);		/* the handler's, to its end */
 	mutex_unlock(&rbond_conn_mutex);
 	rbond_ctrl_put_list(&gone);
 	rbond_cm_conn_param(&param, &mine);
 	ret = rdma_accept(id, &param);
-	if (ret) {
-		/* ESTABLISHED never comes: the id goes with the return. */
-		mutex_lock(&rbond_conn_mutex);
-		rbond_conn_unlist(conn, NULL);
-		mutex_unlock(&rbond_conn_mutex);
-		goto err_free_res;
-	}
+	if (ret)
+		return rbond_ctrl_accept_failed(conn, id);
+	rbond_conn_put(conn);
 	return 0;
 
 err_free_res:
