@@ -9,6 +9,8 @@
 # machine, post-time checks, completion errors.  Every call must fail with
 # the expected error (a completion error: the one the member gives natively,
 # recorded first on the plain rails); the kernel log must stay clean.
+# BI_ONLY_WC=1: the completion errors only (-C); BI_KEEP=DIR: each run's
+# whole output is kept as DIR/bi-DEV-PEER.out.
 #
 #   host A  rbond0 = [rxe_a0, rxe_a1]   <== rails 0,1 ==>   host B  rbond1 = [rxe_b0, rxe_b1]
 . "$(dirname "$0")/lib.sh"
@@ -29,8 +31,9 @@ log_test $rc "rbond_badinput -C on the plain rails: native completion errors rec
 bi() {	# bi DEV PEER
 	local rc
 	timeout -k 5 400 "$PROGS/rbond_badinput" -d "$1" -D "$2" -N $NAT \
-		-u "$RBOND_QP_TIMEOUT" >/tmp/bi 2>&1
+		-u "$RBOND_QP_TIMEOUT" ${BI_ONLY_WC:+-C} >/tmp/bi 2>&1
 	rc=$?
+	[ -n "${BI_KEEP:-}" ] && cp /tmp/bi "$BI_KEEP/bi-$1-$2.out"
 	grep -q '^ok.*EOPNOTSUPP.*SKIP' /tmp/bi && { log "$1 not seen as a bond"; rc=1; }
 	grep -E '^not ok' /tmp/bi | sed 's/^/#   /'
 	# how often the timing-dependent cases ran their race

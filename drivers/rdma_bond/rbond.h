@@ -111,6 +111,7 @@ enum rbond_fail_reason {
 	RBOND_FAIL_PEER,		/* the peer's module fenced it */
 	RBOND_FAIL_QP_FATAL,		/* member QP async error */
 	RBOND_FAIL_SILENT,		/* no heartbeat from the peer */
+	RBOND_FAIL_FLUSHED,		/* home member flushed, no fault seen */
 	RBOND_NR_FAIL_REASONS
 };
 

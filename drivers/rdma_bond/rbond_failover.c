@@ -75,6 +75,7 @@ static const char * const rbond_fail_names[RBOND_NR_FAIL_REASONS] = {
 	[RBOND_FAIL_PEER] = "peer fenced",
 	[RBOND_FAIL_QP_FATAL] = "member QP error",
 	[RBOND_FAIL_SILENT] = "no heartbeat",
+	[RBOND_FAIL_FLUSHED] = "member flushed",
 };
 
 const char *rbond_fail_reason_name(unsigned int reason)
@@ -83,6 +84,24 @@ const char *rbond_fail_reason_name(unsigned int reason)
 }
 
 /* --- detection ------------------------------------------------------------- */
+
+/*
+ * A home member that went to error with nothing but flushes (reason
+ * RBOND_FAIL_FLUSHED) may have been failed by the peer's application - an
+ * RC responder moves its QP to error on a bad rkey or an access beyond an
+ * MR, and a QP of ours with work posted then sees flushes only - or by a
+ * rail fault whose own sign (retry exceeded, the port event, ...) is on
+ * its way: that sign replaces the reason.  sq_lock held.
+ */
+static void rbond_fo_upgrade(struct rbond_qp *qp, unsigned int rail,
+			     u8 reason)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	if (mq && reason && reason != RBOND_FAIL_FLUSHED &&
+	    READ_ONCE(mq->fo_reason[rail]) == RBOND_FAIL_FLUSHED)
+		WRITE_ONCE(mq->fo_reason[rail], reason);
+}
 
 /**
  * rbond_fo_mark() - start failing @qp over from @rail
@@ -103,8 +122,10 @@ bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
 	lockdep_assert_held(&qp->sq_lock);
 	if (rail >= RBOND_MAX_RAILS)
 		return false;
-	if (qp->fo_rails & BIT(rail))
+	if (qp->fo_rails & BIT(rail)) {
+		rbond_fo_upgrade(qp, rail, reason);
 		return true;
+	}
 	if (mq && rail == qp->home && !qp->sq_failed && !READ_ONCE(mq->dead))
 		return rbond_fo_mark_home(qp, reason);
 	if (!mq || rail == qp->home || qp->sq_failed || READ_ONCE(mq->dead) ||
@@ -121,6 +142,38 @@ bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
 	set_bit(rail, &mq->fo_want);
 	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
 	return true;
+}
+
+/*
+ * The rail failure a failed member completion of slot @e shows, or
+ * RBOND_FAIL_NONE (the application's error).  sq_lock held.
+ */
+static u8 rbond_fo_wc_reason(struct rbond_qp *qp, struct rbond_swqe *e,
+			     const struct ib_wc *wc)
+{
+	switch (wc->status) {
+	case IB_WC_RETRY_EXC_ERR:
+	case IB_WC_RESP_TIMEOUT_ERR:
+		return RBOND_FAIL_RETRY;
+	case IB_WC_FATAL_ERR:
+	/*
+	 * rxe of 6.12 fails the WQE whose packet the rail's netdev refused
+	 * (link down) with a local QP operation error, and its member to
+	 * error, before the port event reaches us; every WQE was checked by
+	 * the bond before it went out, so neither is the application's.
+	 */
+	case IB_WC_LOC_QP_OP_ERR:
+		return RBOND_FAIL_QP_FATAL;
+	case IB_WC_WR_FLUSH_ERR:
+		/* the member went to error with no error of ours first */
+		if (qp->sq_erring)
+			return RBOND_FAIL_NONE;
+		/* the home member: perhaps the peer's doing (rbond_fo_upgrade) */
+		return e->rail == qp->home ? RBOND_FAIL_FLUSHED :
+					     RBOND_FAIL_QP_FATAL;
+	default:
+		return RBOND_FAIL_NONE;
+	}
 }
 
 /**
@@ -153,35 +206,11 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 	/* the application's error, and what the member flushes after it */
 	if ((e->flags & RBOND_SWQE_APP_ERR) || qp->rq_failed)
 		return false;
-	if (!(qp->fo_rails & BIT(e->rail))) {
-		switch (wc->status) {
-		case IB_WC_RETRY_EXC_ERR:
-		case IB_WC_RESP_TIMEOUT_ERR:
-			reason = RBOND_FAIL_RETRY;
-			break;
-		case IB_WC_FATAL_ERR:
-		/*
-		 * rxe of 6.12 fails the WQE whose packet the rail's netdev
-		 * refused (link down) with a local QP operation error, and
-		 * its member to error, before the port event reaches us;
-		 * every WQE was checked by the bond before it went out, so
-		 * neither is the application's.
-		 */
-		case IB_WC_LOC_QP_OP_ERR:
-			reason = RBOND_FAIL_QP_FATAL;
-			break;
-		case IB_WC_WR_FLUSH_ERR:
-			/* the member went to error with no error of ours first */
-			if (qp->sq_erring)
-				return false;
-			reason = RBOND_FAIL_QP_FATAL;
-			break;
-		default:
-			return false;
-		}
-		if (!rbond_fo_mark(qp, e->rail, reason))
-			return false;
-	}
+	reason = rbond_fo_wc_reason(qp, e, wc);
+	if (qp->fo_rails & BIT(e->rail))
+		rbond_fo_upgrade(qp, e->rail, reason);
+	else if (!reason || !rbond_fo_mark(qp, e->rail, reason))
+		return false;
 	e->flags |= RBOND_SWQE_REPLAY;
 	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
 	return true;
@@ -223,10 +252,12 @@ static void rbond_fo_rail_one(struct rbond_mqp *mq, void *arg)
 	struct rbond_fo_walk *a = arg;
 	struct rbond_qp *qp = mq->qp;
 	unsigned long flags;
+	bool was;
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	if (!(qp->fo_rails & BIT(a->rail)) &&
-	    rbond_fo_mark(qp, a->rail, a->reason))
+	was = qp->fo_rails & BIT(a->rail);
+	/* also when failing over already: its reason, if only a flush */
+	if (rbond_fo_mark(qp, a->rail, a->reason) && !was)
 		a->n++;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 }
@@ -280,10 +311,12 @@ static void rbond_fo_removing_one(struct rbond_mqp *mq, void *arg)
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	if (a->mark && qp->home == a->rail &&
-	    !(qp->fo_rails & BIT(a->rail)) &&
-	    rbond_fo_mark(qp, a->rail, RBOND_FAIL_REMOVED))
-		a->n++;
+	if (a->mark && qp->home == a->rail) {
+		if (qp->fo_rails & BIT(a->rail))
+			rbond_fo_upgrade(qp, a->rail, RBOND_FAIL_REMOVED);
+		else if (rbond_fo_mark(qp, a->rail, RBOND_FAIL_REMOVED))
+			a->n++;
+	}
 	if (READ_ONCE(mq->mv_active) && mq->mv_old == a->rail &&
 	    !READ_ONCE(mq->mv_ready))
 		a->waiting++;
@@ -437,6 +470,19 @@ bool rbond_fo_home_moving(const struct rbond_qp *qp)
 }
 
 /*
+ * Whether @qp's home move started on flushes alone and is still waiting
+ * for the verdict (rbond_fo_home_step()): nothing of the old member is
+ * held back yet.  Any context.
+ */
+static bool rbond_fo_home_unsure(const struct rbond_qp *qp)
+{
+	const struct rbond_mqp *mq = qp->mrail;
+
+	return READ_ONCE(mq->mv_active) && !READ_ONCE(mq->mv_fenced) &&
+	       READ_ONCE(mq->fo_reason[mq->mv_old]) == RBOND_FAIL_FLUSHED;
+}
+
+/*
  * Whether the home can move to rail @r: a member there paired with one of
  * the peer's - published, or (a QP the application never moved to RTS:
  * it only answers) at RTR.  sq_lock held.
@@ -559,7 +605,7 @@ bool rbond_fo_recv_wc(struct rbond_qp *qp, unsigned int rail,
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	if (wc->status == IB_WC_SUCCESS)
 		return ours && !rbond_fo_home_moving(qp);
-	if (!ours && !rbond_fo_home_moving(qp)) {
+	if (!ours && (!rbond_fo_home_moving(qp) || rbond_fo_home_unsure(qp))) {
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			/* the application's: its member is in error now */
@@ -569,7 +615,7 @@ bool rbond_fo_recv_wc(struct rbond_qp *qp, unsigned int rail,
 		}
 		ours = !qp->sq_erring && !qp->rq_failed &&
 		       qp->state != IB_QPS_ERR &&
-		       rbond_fo_mark(qp, rail, RBOND_FAIL_QP_FATAL);
+		       rbond_fo_mark(qp, rail, RBOND_FAIL_FLUSHED);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		if (!ours)
 			return false;
@@ -1359,14 +1405,18 @@ static bool rbond_fo_home_drained(struct rbond_qp *qp, unsigned int old)
 	return ok;
 }
 
-/* The move is over (done or failed): ready for another.  mq->lock held. */
-static void rbond_fo_home_end(struct rbond_mqp *mq, unsigned int old)
+/*
+ * The move is over (done or failed; @counted: a failover, not the peer's
+ * error): ready for another.  mq->lock held.
+ */
+static void rbond_fo_home_end(struct rbond_mqp *mq, unsigned int old,
+			      bool counted)
 {
 	clear_bit(old, &mq->fo_local);
 	clear_bit(old, &mq->fo_peer);
 	mq->fo_sent[old] = 0;
 	set_bit(old, &mq->fo_failed);
-	mq->mv_fenced = false;
+	WRITE_ONCE(mq->mv_fenced, false);
 	mq->mv_ready = false;
 	mq->mv_have_peer = false;
 	mq->mv_new = -1;
@@ -1378,6 +1428,8 @@ static void rbond_fo_home_end(struct rbond_mqp *mq, unsigned int old)
 	mq->mv_conn = NULL;
 	smp_mb__before_atomic();	/* the state above before the bit */
 	clear_bit(old, &mq->fo_want);
+	if (!counted)
+		return;
 	atomic64_inc(&rbond_mstats.failovers);
 	rbond_stat_add(mq->bond, old, RBOND_STAT_FAILOVERS, 1);
 }
@@ -1386,20 +1438,29 @@ static void rbond_fo_home_end(struct rbond_mqp *mq, unsigned int old)
  * The home rail cannot move (no rail left, no answer from the peer): what
  * a native RC QP gives when its path dies - the first outstanding WQE
  * completes with IB_WC_RETRY_EXC_ERR, everything else flushes, the
- * receives too, and the QP is in error.  mq->lock held.
+ * receives too, and the QP is in error.  @peer_err: no rail failed - the
+ * home member went to error with flushes alone, as an RC responder does
+ * on the peer's bad request - and every WQE flushes, as natively.
+ * mq->lock held.
  */
-static void rbond_fo_home_fail(struct rbond_mqp *mq)
+static void rbond_fo_home_fail(struct rbond_mqp *mq, bool peer_err)
 {
 	struct rbond_qp *qp = mq->qp;
 	unsigned int old = mq->mv_old;
 	unsigned long flags;
 
 	lockdep_assert_held(&mq->lock);
-	ibdev_warn_ratelimited(&mq->bond->ibdev,
-			       "QP 0x%x: home rail %u failed (%s) and cannot move: the QP is in error\n",
-			       qp->ibqp.qp_num, old,
-			       rbond_fail_reason_name(READ_ONCE(mq->fo_reason[old])));
-	atomic64_inc(&rbond_mstats.fo_failed);
+	if (peer_err) {
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: home member on rail %u flushed, no rail fault within %u ms: the QP is in error\n",
+			  qp->ibqp.qp_num, old, RBOND_FO_VERDICT_MS);
+	} else {
+		ibdev_warn_ratelimited(&mq->bond->ibdev,
+				       "QP 0x%x: home rail %u failed (%s) and cannot move: the QP is in error\n",
+				       qp->ibqp.qp_num, old,
+				       rbond_fail_reason_name(READ_ONCE(mq->fo_reason[old])));
+		atomic64_inc(&rbond_mstats.fo_failed);
+	}
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	qp->rq_moving = false;
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
@@ -1408,12 +1469,13 @@ static void rbond_fo_home_fail(struct rbond_mqp *mq)
 	WRITE_ONCE(mq->mv_active, false);
 	qp->pend_tail = qp->pend_head;	/* flushed below */
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
-	rbond_qp_flush_rail(qp, old, IB_WC_RETRY_EXC_ERR);
+	rbond_qp_flush_rail(qp, old, peer_err ? IB_WC_WR_FLUSH_ERR :
+						IB_WC_RETRY_EXC_ERR);
 	rbond_qp_flush(qp);
 	qp->state = IB_QPS_ERR;
 	mutex_unlock(&mq->bond->lock);
 	queue_work(system_unbound_wq, &mq->fail_work);
-	rbond_fo_home_end(mq, old);
+	rbond_fo_home_end(mq, old, !peer_err);
 }
 
 /*
@@ -1503,7 +1565,7 @@ static void rbond_fo_home_switch(struct rbond_mqp *mq)
 				       "QP 0x%x: %u atomic(s) ran on home rail %u but the reply was lost with it: completed with retry exceeded\n",
 				       qp->ibqp.qp_num, lost, old);
 	}
-	rbond_fo_home_end(mq, old);
+	rbond_fo_home_end(mq, old, true);
 	/* the old home rail comes back as an extra rail */
 	rbond_fo_failback_later(mq, old, READ_ONCE(mq->fo_reason[old]));
 }
@@ -1617,6 +1679,19 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 	int nh, ret;
 
 	lockdep_assert_held(&mq->lock);
+	/*
+	 * Flushes alone: a rail fault shows its own sign soon (the failed
+	 * WQE, the port event; rbond_fo_upgrade()); without one the member's
+	 * error is the peer's request's, and the QP's, as natively.
+	 */
+	if (!mq->mv_fenced &&
+	    READ_ONCE(mq->fo_reason[old]) == RBOND_FAIL_FLUSHED) {
+		if (el < RBOND_FO_VERDICT_MS * NSEC_PER_MSEC)
+			return msecs_to_jiffies(RBOND_FO_VERDICT_MS) -
+			       nsecs_to_jiffies(el) + 1;
+		rbond_fo_home_fail(mq, true);
+		return 0;
+	}
 	if (!mq->mv_fenced) {
 		mutex_lock(&bond->lock);
 		if (qp->member[old])
@@ -1629,7 +1704,7 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 			qp->rq_seen = qp->rq_tail;
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 		mq->mv_qpn = mq->fo_qpn[old];
-		mq->mv_fenced = true;
+		WRITE_ONCE(mq->mv_fenced, true);
 		set_bit(old, &mq->fo_local);
 	}
 	if (mq->mv_new < 0) {
@@ -1643,7 +1718,7 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 	/* a removed device's member goes once mv_ready (rail_removing) */
 	if (mq->mv_new < 0 || (!READ_ONCE(qp->member[old]) && !mq->mv_ready) ||
 	    el > RBOND_FO_HOME_MS * NSEC_PER_MSEC) {
-		rbond_fo_home_fail(mq);
+		rbond_fo_home_fail(mq, false);
 		return 0;
 	}
 	nh = mq->mv_new;
@@ -1666,7 +1741,7 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 			ibdev_dbg(&bond->ibdev,
 				  "QP 0x%x: home rail %u: no responder PSN: %d\n",
 				  qp->ibqp.qp_num, old, ret);
-			rbond_fo_home_fail(mq);
+			rbond_fo_home_fail(mq, false);
 			return 0;
 		}
 		mq->mv_epsn = attr.rq_psn & RBOND_PSN_MASK;
@@ -1861,7 +1936,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	memset(mq->rejoin_backoff, 0, sizeof(mq->rejoin_backoff));
 	memset(mq->fo_sent, 0, sizeof(mq->fo_sent));
 	WRITE_ONCE(mq->mv_active, false);
-	mq->mv_fenced = false;
+	WRITE_ONCE(mq->mv_fenced, false);
 	mq->mv_ready = false;
 	mq->mv_have_peer = false;
 	mq->mv_new = -1;

@@ -30,6 +30,8 @@
 #define RBOND_FO_FENCE_RETRY_MS	100	/* FENCE sent again */
 #define RBOND_FO_FENCE_MS	3000	/* no FENCE_ACK: the WQEs fail */
 #define RBOND_FO_FLUSH_MS	1000	/* member flushes awaited at most */
+/* a home member that only flushed: how long a rail fault may still show */
+#define RBOND_FO_VERDICT_MS	50
 /* a home rail's move not agreed with the peer by then: the QP fails */
 #define RBOND_FO_HOME_MS	10000
 #define RBOND_FO_WATCH_MS	50	/* stall watchdog period */

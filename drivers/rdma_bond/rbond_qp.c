@@ -46,9 +46,13 @@ static void rbond_qp_member_event(struct ib_event *event, void *ctx)
 	struct rbond_qp *qp = ctx;
 	struct ib_event ev = *event;
 
-	/* the home member broke: failed over if it can be (not the QP's) */
-	if ((event->event == IB_EVENT_QP_FATAL ||
-	     event->event == IB_EVENT_QP_ACCESS_ERR) &&
+	/*
+	 * The home member broke: failed over if it can be (not the QP's).
+	 * IB_EVENT_QP_ACCESS_ERR is a responder's access violation - the
+	 * peer's request, the application's error: it goes to the consumer,
+	 * and the member's flushes end the QP (rbond_fo_home_step()).
+	 */
+	if (event->event == IB_EVENT_QP_FATAL &&
 	    rbond_fo_home_event(qp, event->element.qp))
 		return;
 	if (!qp->ibqp.event_handler)

@@ -85,6 +85,7 @@ static bool bond_only(const char *what)
 struct pair {
 	struct ibv_cq *ca, *cb;
 	struct ibv_qp *qa, *qb;
+	long long qp_up0;	/* the module's qp_up before the pair: wait_mrail() */
 };
 
 static void pair_destroy(struct pair *x)
@@ -127,6 +128,7 @@ static int pair_make_caps(struct pair *x, uint8_t rnr_retry, int sge, int inl)
 		  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 	memset(x, 0, sizeof(*x));
+	x->qp_up0 = mrail_stat("qp_up");
 	x->ca = ibv_create_cq(d.ctx, 64, NULL, NULL, 0);
 	x->cb = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
 	if (!x->ca || !x->cb)
@@ -1529,6 +1531,24 @@ static void t_post_vs_reset(void)
 	pair_destroy(&x);
 }
 
+/*
+ * A QP pair of two bonds negotiates its extra rails after RTS: wait (up to
+ * 5 s) until the module counts both ends multi-rail up, so that what
+ * follows runs on a multi-rail QP.  Nothing to wait for otherwise.
+ */
+static void wait_mrail(struct pair *x)
+{
+	long long up0 = x->qp_up0;
+	int i;
+
+	if (!d.is_bond || !p.is_bond || up0 < 0)
+		return;
+	for (i = 0; i < 500 && mrail_stat("qp_up") < up0 + 2; i++)
+		usleep(10000);
+	if (mrail_stat("qp_up") < up0 + 2)
+		diag("the QP pair did not come up multi-rail in 5 s");
+}
+
 /* The module's failovers and home moves so far; -1: no module loaded. */
 static long long bond_failovers(void)
 {
@@ -1564,11 +1584,24 @@ static void t_completion_errors(void)
 		expect_post_or_wc(&x, r, 20, IBV_WC_LOC_PROT_ERR, "RDMA WRITE from beyond the end of the local MR");
 		pair_destroy(&x);
 	}
-	/* invalid rkey */
+	/*
+	 * invalid rkey: the responder's QP goes to error and flushes the
+	 * receive it had posted - a bond peer must not take that for a rail
+	 * failure (a home move), once the QP pair is multi-rail.  (The bond
+	 * sends a WRITE whose rkey it cannot translate on the home rail; one
+	 * beyond the end of a valid remote MR may go on an extra rail, whose
+	 * member alone goes to error on the responder: Documentation/
+	 * rdma_bond.rst, "Errors of the peer's requests".)
+	 */
 	if (!pair_make(&x, 7)) {
+		wait_mrail(&x);
+		r = postr(x.qb, 31, pb_recv, 64, pm_recv->lkey);
+		if (r)
+			tap_ok(false, "post_recv on the responder: %s", en(r));
 		r = post1(x.qa, 30, IBV_WR_RDMA_WRITE, lb, 64, lm->lkey,
 			  (uintptr_t)pb_rw, pm_rw->rkey ^ 0x5a5a00);
 		expect_post_or_wc(&x, r, 30, IBV_WC_REM_ACCESS_ERR, "RDMA WRITE to an invalid rkey");
+		WC1(x.cb, 31, IBV_WC_WR_FLUSH_ERR, "  the receive the responder had posted");
 		pair_destroy(&x);
 	}
 	/* beyond the remote MR */
