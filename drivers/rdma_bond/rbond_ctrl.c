@@ -625,14 +625,6 @@ static void rbond_ctrl_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 }
 
-/*
- * A message on a connection the peer opened: it is established, whether
- * or not rdma_cm has told us yet - its ESTABLISHED event (the RTU) may be
- * handled after the first message's receive completion, and until then
- * an answer would not go out (rbond_ctrl_send(): -ENOTCONN), a NOENT to a
- * QP_REQ for one (seen in CI: the first of rbond_hostile's forged QP_REQs
- * got no answer within 3 s, the second one did).
- */
 /* CONNECTING -> UP (any other state stays): established. */
 static void rbond_conn_set_up(struct rbond_conn *conn)
 {
@@ -644,6 +636,14 @@ static void rbond_conn_set_up(struct rbond_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 }
 
+/*
+ * A message on a connection the peer opened: it is established, whether
+ * or not rdma_cm has told us yet - its ESTABLISHED event (the RTU) may be
+ * handled after the first message's receive completion, and until then
+ * an answer would not go out (rbond_ctrl_send(): -ENOTCONN), a NOENT to a
+ * QP_REQ for one (seen in CI: the first of rbond_hostile's forged QP_REQs
+ * got no answer within 3 s, the second one did).
+ */
 static void rbond_conn_seen_up(struct rbond_conn *conn)
 {
 	if (!conn->active && READ_ONCE(conn->state) != RBOND_CONN_UP)

@@ -145,6 +145,18 @@ bool rbond_fo_mark(struct rbond_qp *qp, unsigned int rail, u8 reason)
 }
 
 /*
+ * rbond_fo_mark(), true only when it started a failover now (not one
+ * already running, whose reason it may still upgrade).  sq_lock held.
+ */
+static bool rbond_fo_mark_new(struct rbond_qp *qp, unsigned int rail,
+			      u8 reason)
+{
+	bool was = qp->fo_rails & BIT(rail);
+
+	return rbond_fo_mark(qp, rail, reason) && !was;
+}
+
+/*
  * The rail failure a failed member completion of slot @e shows, or
  * RBOND_FAIL_NONE (the application's error).  sq_lock held.
  */
@@ -207,9 +219,9 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 	if ((e->flags & RBOND_SWQE_APP_ERR) || qp->rq_failed)
 		return false;
 	reason = rbond_fo_wc_reason(qp, e, wc);
-	if (qp->fo_rails & BIT(e->rail))
-		rbond_fo_upgrade(qp, e->rail, reason);
-	else if (!reason || !rbond_fo_mark(qp, e->rail, reason))
+	/* a rail failing over already catches all (its sign upgrades) */
+	if ((!reason && !(qp->fo_rails & BIT(e->rail))) ||
+	    !rbond_fo_mark(qp, e->rail, reason))
 		return false;
 	e->flags |= RBOND_SWQE_REPLAY;
 	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
@@ -252,12 +264,9 @@ static void rbond_fo_rail_one(struct rbond_mqp *mq, void *arg)
 	struct rbond_fo_walk *a = arg;
 	struct rbond_qp *qp = mq->qp;
 	unsigned long flags;
-	bool was;
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	was = qp->fo_rails & BIT(a->rail);
-	/* also when failing over already: its reason, if only a flush */
-	if (rbond_fo_mark(qp, a->rail, a->reason) && !was)
+	if (rbond_fo_mark_new(qp, a->rail, a->reason))
 		a->n++;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 }
@@ -311,12 +320,9 @@ static void rbond_fo_removing_one(struct rbond_mqp *mq, void *arg)
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	if (a->mark && qp->home == a->rail) {
-		if (qp->fo_rails & BIT(a->rail))
-			rbond_fo_upgrade(qp, a->rail, RBOND_FAIL_REMOVED);
-		else if (rbond_fo_mark(qp, a->rail, RBOND_FAIL_REMOVED))
-			a->n++;
-	}
+	if (a->mark && qp->home == a->rail &&
+	    rbond_fo_mark_new(qp, a->rail, RBOND_FAIL_REMOVED))
+		a->n++;
 	if (READ_ONCE(mq->mv_active) && mq->mv_old == a->rail &&
 	    !READ_ONCE(mq->mv_ready))
 		a->waiting++;
