@@ -264,22 +264,43 @@ pair_bonds_up() {
 	pair_sync bonds_up || fail "peer did not build its bond"
 }
 
+# _pair_reap PID KEY: wait for PID, the command of our side of a pair_cs;
+# once the peer has put KEY (its side is over) the command gets
+# RBOND_PAIR_GRACE (30) s more and is then killed: a side left hanging by
+# the other's failure must not hold both guests for its whole timeout.
+_pair_reap() {
+	local pid=$1 key=$2 grace=${RBOND_PAIR_GRACE:-30} seen=
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ -z "$seen" ]; then
+			[ -f "$(pair_dir)/$key" ] && seen=$SECONDS
+		elif [ $((SECONDS - seen)) -ge "$grace" ]; then
+			log "peer done, $grace s later still running: killed"
+			kill "$pid" 2>/dev/null
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$pid"
+}
+
 # pair_cs NAME CMD ARGS...: CMD as server on host b, as client on host a
 # (with b's rail-0 address appended); both return the pair's result (the
 # client's output is in /tmp/NAME.cli, the server's in /tmp/NAME.srv).
 pair_cs() {
-	local name=$1 rc; shift
+	local name=$1 rc pid; shift
 	if [ "$(rbond_me)" = b ]; then
 		timeout -k 5 300 "$@" >/tmp/$name.srv 2>&1 &
-		local pid=$!
+		pid=$!
 		sleep 2; pair_put "$name.srv" up
-		wait $pid; rc=$?
+		_pair_reap $pid "$name.cli_rc"; rc=$?
 		pair_put "$name.srv_rc" $rc
 		pair_get "$name.cli_rc" 400 >/dev/null
 		return $rc
 	fi
 	pair_get "$name.srv" 120 >/dev/null || return 1
-	timeout -k 5 300 "$@" "$(rail_ip 0 b)" >/tmp/$name.cli 2>&1; rc=$?
+	timeout -k 5 300 "$@" "$(rail_ip 0 b)" >/tmp/$name.cli 2>&1 &
+	pid=$!
+	_pair_reap $pid "$name.srv_rc"; rc=$?
 	pair_put "$name.cli_rc" $rc
 	[ "$(pair_get "$name.srv_rc" 400)" = 0 ] || rc=1
 	[ $rc -eq 0 ] || sed 's/^/#   /' /tmp/$name.cli | tail -n 15
@@ -629,6 +650,9 @@ topo_down() {
 # Standard test prologue: topology per $RBOND_TOPO (loop unless the runner
 # says pair), teardown on exit.
 topo_up() {
+	# what a previous test left (killed by its timeout before its own
+	# topo_down, e.g. rails still renamed) must not fail this one
+	topo_down >/dev/null 2>&1
 	trap 'topo_down' EXIT
 	if [ "${RBOND_TOPO:-loop}" = pair ]; then topo_pair_up; else topo_loop_up; fi
 }

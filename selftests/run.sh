@@ -60,7 +60,7 @@ for t in "${tests[@]}"; do
 		fi
 	fi
 	if [ "$topo" = pair ]; then
-		export RBOND_PAIR_DIR=$RBOND_PAIR_BASE/$name
+		export RBOND_PAIR_DIR=$RBOND_PAIR_BASE/$n-$name
 		mkdir -p "$RBOND_PAIR_DIR"
 		pair_sync start 300 || echo "# peer did not start $name"
 	fi
