@@ -381,8 +381,10 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 	 * (an ordering point the error releases would, with the WQE
 	 * before it failed: a SEND announcing data its WRITE never put).
 	 */
-	if (mwc->status != IB_WC_SUCCESS)
+	if (mwc->status != IB_WC_SUCCESS) {
 		qp->sq_erring = true;
+		rbond_fo_peer_err(qp, rail, mwc->status);
+	}
 	rbond_sched_done(&qp->s, e);
 	e->status = mwc->status;
 	e->vendor_err = mwc->vendor_err;

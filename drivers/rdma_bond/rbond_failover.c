@@ -1778,6 +1778,116 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
 	return 0;
 }
 
+/* --- the peer's bad request on an extra rail ------------------------------------ */
+
+/*
+ * An RC responder that refuses a request (an rkey it does not know, an
+ * access beyond an MR or without the right, an opcode it cannot do) NAKs
+ * it and goes to error: natively the responder's QP is in error, its
+ * receives flushed.  On a bond that responder is one member; on the home
+ * rail the bond sees its flushes (RBOND_FAIL_FLUSHED, rbond_fo_home_fail()),
+ * on an extra rail it sees nothing - that member has no WQEs of its own.
+ * The requester knows from the NAK's status: it tells the peer
+ * (RBOND_MSG_PEER_ERR), whose failover work checks that its member there
+ * really is in error and stops its home member, which then takes the
+ * home rail's path.
+ */
+
+/**
+ * rbond_fo_peer_err() - a WQE of @qp failed with the peer's NAK
+ * @qp: the QP
+ * @rail: the rail the WQE went on
+ * @status: its status
+ *
+ * Locks: sq_lock held.  Any context.
+ */
+void rbond_fo_peer_err(struct rbond_qp *qp, unsigned int rail,
+		       enum ib_wc_status status)
+{
+	struct rbond_mqp *mq = qp->mrail;
+
+	lockdep_assert_held(&qp->sq_lock);
+	if (status != IB_WC_REM_ACCESS_ERR && status != IB_WC_REM_INV_REQ_ERR &&
+	    status != IB_WC_REM_OP_ERR)
+		return;
+	if (!mq || rail >= RBOND_MAX_RAILS || rail == qp->home)
+		return;
+	set_bit(rail, &mq->perr_want);
+	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
+}
+
+/* Tell the peer which of its members refused our requests.  mq->lock held. */
+static void rbond_fo_perr_send(struct rbond_mqp *mq)
+{
+	unsigned long want = xchg(&mq->perr_want, 0);
+	struct rbond_member_qp *m;
+	unsigned int r;
+	int pr;
+
+	lockdep_assert_held(&mq->lock);
+	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
+		m = &mq->m[r];
+		pr = m->peer;
+		if (!m->qp || pr < 0 || pr >= mq->peer_nrails)
+			continue;
+		rbond_fo_send(mq, mq->conn, RBOND_MSG_PEER_ERR, r,
+			      m->qp->qp_num, mq->peer_rail[pr].index,
+			      be32_to_cpu(mq->peer_rail[pr].qpn));
+	}
+}
+
+/*
+ * The peer says our member on these rails refused its request: if that
+ * member is in error (not a peer's say-so alone), stop the home member
+ * too - the QP is in error, as natively.  mq->lock held.
+ */
+static void rbond_fo_perr_take(struct rbond_mqp *mq)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rbond_qp *qp = mq->qp;
+	struct ib_qp_init_attr init;
+	u32 qpn[RBOND_MAX_RAILS];
+	struct ib_qp *member;
+	unsigned long in, flags;
+	unsigned int r;
+	int ret;
+
+	lockdep_assert_held(&mq->lock);
+	spin_lock_irqsave(&mq->attr_lock, flags);
+	in = mq->perr_in;
+	mq->perr_in = 0;
+	memcpy(qpn, mq->perr_qpn, sizeof(qpn));
+	spin_unlock_irqrestore(&mq->attr_lock, flags);
+	if (!in)
+		return;
+	mutex_lock(&mq->bond->lock);
+	for_each_set_bit(r, &in, RBOND_MAX_RAILS) {
+		member = qp->member[r];
+		if (r == qp->home || !member || member->qp_num != qpn[r] ||
+		    ib_query_qp(member, &attr, IB_QP_STATE, &init) ||
+		    attr.qp_state != IB_QPS_ERR) {
+			ibdev_dbg(&mq->bond->ibdev,
+				  "QP 0x%x: the peer's error report for rail %u does not hold\n",
+				  qp->ibqp.qp_num, r);
+			continue;
+		}
+		member = qp->member[qp->home];
+		attr.qp_state = IB_QPS_ERR;
+		ret = member ? ib_modify_qp(member, &attr, IB_QP_STATE) : 0;
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: member on rail %u refused the peer's request: home member to error: %d\n",
+			  qp->ibqp.qp_num, r, ret);
+		break;
+	}
+	mutex_unlock(&mq->bond->lock);
+}
+
+/* --- the QP's failover work ----------------------------------------------------- */
+
+/*
+ * Everything above that waits or sends: the inbox, the peer's bad
+ * requests, each failing rail's step (the home rail's move).
+ */
 static void rbond_fo_work(struct work_struct *work)
 {
 	struct rbond_mqp *mq = container_of(to_delayed_work(work),
@@ -1789,6 +1899,8 @@ static void rbond_fo_work(struct work_struct *work)
 	if (mq->dead)
 		goto out_unlock;
 	rbond_fo_take_inbox(mq);
+	rbond_fo_perr_send(mq);
+	rbond_fo_perr_take(mq);
 	want = READ_ONCE(mq->fo_want);
 	smp_rmb();	/* the bit before reason and t0 (rbond_fo_mark) */
 	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
@@ -1907,6 +2019,35 @@ void rbond_handle_fence_ack(struct rbond_conn *conn,
 	rbond_fo_take_msg(conn, m, true);
 }
 
+/**
+ * rbond_handle_peer_err() - the peer's request was refused by a member
+ * @conn: the connection it came on (one the peer opened)
+ * @m: the PEER_ERR
+ *
+ * Context: process context (the control channel's receive completion).
+ */
+void rbond_handle_peer_err(struct rbond_conn *conn, const struct rbond_msg *m)
+{
+	unsigned int r = m->fence.peer_rail;
+	struct rbond_mqp *mq = NULL;
+	unsigned long flags;
+
+	if (!conn->active && r < RBOND_MAX_RAILS) {
+		mutex_lock(&rbond_mq_mutex);
+		mq = rbond_fo_find(conn, m);
+		if (mq) {
+			spin_lock_irqsave(&mq->attr_lock, flags);
+			mq->perr_in |= BIT(r);
+			mq->perr_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
+			spin_unlock_irqrestore(&mq->attr_lock, flags);
+			mod_delayed_work(rbond_wq, &mq->fo_work, 0);
+		}
+		mutex_unlock(&rbond_mq_mutex);
+	}
+	if (!mq)
+		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+}
+
 /* --- the QP object's and the module's hooks ------------------------------------ */
 
 /**
@@ -1933,6 +2074,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 
 	lockdep_assert_held(&mq->lock);
 	mq->fo_want = 0;
+	mq->perr_want = 0;
 	mq->fo_local = 0;
 	mq->fo_peer = 0;
 	mq->fo_failed = 0;
@@ -1957,6 +2099,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->fence_in = 0;
 	mq->ack_in = 0;
+	mq->perr_in = 0;
 	conn = mq->fence_conn;
 	mq->fence_conn = NULL;
 	spin_unlock_irqrestore(&mq->attr_lock, flags);

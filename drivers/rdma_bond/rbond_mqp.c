@@ -1073,6 +1073,7 @@ static const struct rbond_ctrl_ops rbond_mrail_ctrl_ops = {
 		[RBOND_MSG_INVAL_ACK] = rbond_handle_inval_ack,
 		[RBOND_MSG_FENCE] = rbond_handle_fence,
 		[RBOND_MSG_FENCE_ACK] = rbond_handle_fence_ack,
+		[RBOND_MSG_PEER_ERR] = rbond_handle_peer_err,
 	},
 	.conn_up = rbond_mrail_conn_up,
 	.conn_down = rbond_mrail_conn_down,

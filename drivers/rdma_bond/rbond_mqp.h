@@ -170,6 +170,14 @@ struct rbond_mqp {
 	u32 fence_epsn[RBOND_MAX_RAILS], ack_epsn[RBOND_MAX_RAILS];
 	u32 fo_qpn[RBOND_MAX_RAILS];	/* our member that failed */
 	struct rbond_conn *fence_conn;	/* where to acknowledge */
+	/*
+	 * The peer's bad request (rbond_fo_peer_err()): perr_want, rails
+	 * whose peer member refused ours (atomic bits: tell the peer);
+	 * perr_in (attr_lock), rails of ours whose member, perr_qpn[], the
+	 * peer says refused its request.
+	 */
+	unsigned long perr_want, perr_in;
+	u32 perr_qpn[RBOND_MAX_RAILS];
 
 	/*
 	 * Failover of the home rail, "home move" (rbond_failover.c; mq->lock
@@ -292,6 +300,7 @@ void rbond_fo_want_rejoin(struct rbond_mqp *mq, unsigned int r,
 			  unsigned int delay_ms);
 void rbond_fo_member_event(struct ib_event *ev, void *ctx);
 void rbond_handle_fence(struct rbond_conn *conn, const struct rbond_msg *m);
+void rbond_handle_peer_err(struct rbond_conn *conn, const struct rbond_msg *m);
 void rbond_handle_fence_ack(struct rbond_conn *conn,
 			    const struct rbond_msg *m);
 

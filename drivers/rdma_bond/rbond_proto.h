@@ -35,6 +35,14 @@ enum rbond_msg_type {
 	 * connection we never had one on is not watched)
 	 */
 	RBOND_MSG_HEARTBEAT,
+	/*
+	 * Your member on a rail refused a request of ours (we got a NAK:
+	 * remote access, invalid request, remote operation error) and is in
+	 * error, as an RC responder goes: so is your QP.  FENCE's body
+	 * (rail: ours, peer_rail, peer_qpn: your member), no answer.  Not a
+	 * version change: a peer that does not know it counts it bad.
+	 */
+	RBOND_MSG_PEER_ERR,
 	RBOND_MSG_NR
 };
 
