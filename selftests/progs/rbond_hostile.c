@@ -54,7 +54,7 @@
 #define CTRL_MAGIC	0x52424e44
 #define NRAILS		4
 enum { QP_REQ = 1, QP_RSP, RKEY_REQ, RKEY_RSP, INVAL, INVAL_ACK, FENCE,
-       FENCE_ACK, HEARTBEAT };
+       FENCE_ACK, HEARTBEAT, PEER_ERR };
 enum { ST_OK, ST_NOT_READY, ST_NOENT, ST_PERM };
 
 struct hrail {
@@ -123,7 +123,8 @@ static size_t msg_pack(const struct hmsg *m, uint8_t *out)
 			w.b.qp.rail[i].qpn = htonl(m->b.qp.rail[i].qpn);
 			w.b.qp.rail[i].psn = htonl(m->b.qp.rail[i].psn);
 		}
-	} else if (m->h.type == FENCE || m->h.type == FENCE_ACK) {
+	} else if (m->h.type == FENCE || m->h.type == FENCE_ACK ||
+		   m->h.type == PEER_ERR) {
 		w.b.fence.qpn = htonl(m->b.fence.qpn);
 		w.b.fence.peer_qpn = htonl(m->b.fence.peer_qpn);
 	} else if (m->h.type == HEARTBEAT) {
@@ -166,7 +167,8 @@ static void msg_unpack(const uint8_t *in, struct hmsg *m)
 			m->b.qp.rail[i].qpn = ntohl(m->b.qp.rail[i].qpn);
 			m->b.qp.rail[i].psn = ntohl(m->b.qp.rail[i].psn);
 		}
-	} else if (m->h.type == FENCE || m->h.type == FENCE_ACK) {
+	} else if (m->h.type == FENCE || m->h.type == FENCE_ACK ||
+		   m->h.type == PEER_ERR) {
 		m->b.fence.qpn = ntohl(m->b.fence.qpn);
 		m->b.fence.peer_qpn = ntohl(m->b.fence.peer_qpn);
 	} else {
@@ -655,7 +657,7 @@ static void fence_msg(struct hmsg *m, uint32_t src, uint32_t dst)
 static int do_forge(void)
 {
 	unsigned int qa = 0, qb = 0, rkey = 0, rkey2 = 0, nspray = 0;
-	struct hmsg m, fake, ff, hb;
+	struct hmsg m, fake, ff, pe, hb;
 	uint8_t raw[SLOT];
 	struct cconn c;
 	const char *why;
@@ -713,6 +715,12 @@ static int do_forge(void)
 	 */
 	fence_msg(&ff, qb, qa);
 	/*
+	 * PEER_ERR for the victim's rail 1, likewise: taken, the victim's QP
+	 * goes to error (its member there would have to be in error too).
+	 */
+	fence_msg(&pe, qb, qa);
+	pe.h.type = PEER_ERR;
+	/*
 	 * HEARTBEAT claiming the longest queue there is: all it may do is
 	 * delay the judgement of silence on this connection's own rail
 	 * (the claim is capped), never touch the victim QP.
@@ -722,16 +730,19 @@ static int do_forge(void)
 	file_put(opt.dir, "go", "1\n");
 	while (!file_exists(opt.dir, "traffic_done") && nspray < 20000) {
 		if (cc_send(&c, &fake) || cc_send(&c, &ff) ||
-		    cc_send(&c, &hb))
+		    cc_send(&c, &pe) || cc_send(&c, &hb))
 			break;
 		nspray++;
-		for (i = 0; i < 8; i++)
+		for (i = 0; i < 8; i++) {
 			ff.echo[i] = rand();
+			pe.echo[i] = rand();
+		}
 		ff.b.fence.peer_qpn = nspray % 33 ? 16 + nspray % 33 : qa;
+		pe.b.fence.peer_qpn = ff.b.fence.peer_qpn;
 		cc_drain(&c);
 		usleep(5000);
 	}
-	tap_ok(nspray > 0, "%u forged QP_RSPs, FENCEs and HEARTBEATs for the victim QP sent while it negotiated and ran",
+	tap_ok(nspray > 0, "%u forged QP_RSPs, FENCEs, PEER_ERRs and HEARTBEATs for the victim QP sent while it negotiated and ran",
 	       nspray);
 	cc_drain(&c);
 
