@@ -313,6 +313,19 @@ struct rbond_fo_rm_walk {
 	unsigned int waiting;	/* old home members still needed */
 };
 
+/*
+ * A home move took a step (past the old home member, or over): what
+ * rbond_fo_rail_removing() waits on.  rbond_fo_rm_seq counts the steps.
+ */
+static DECLARE_WAIT_QUEUE_HEAD(rbond_fo_rm_wq);
+static atomic_t rbond_fo_rm_seq = ATOMIC_INIT(0);
+
+static void rbond_fo_rm_kick(void)
+{
+	atomic_inc(&rbond_fo_rm_seq);
+	wake_up_all(&rbond_fo_rm_wq);
+}
+
 static void rbond_fo_removing_one(struct rbond_mqp *mq, void *arg)
 {
 	struct rbond_fo_rm_walk *a = arg;
@@ -337,7 +350,8 @@ static void rbond_fo_removing_one(struct rbond_mqp *mq, void *arg)
  * Every multi-rail QP homed on @rail starts moving its home (as for a
  * link down), and the removal waits - at most RBOND_FO_FLUSH_MS and a
  * little - until each move is past what it needs of the old home member:
- * stopped, drained, its responder's PSN read (mv_ready).  The removal then
+ * stopped, drained, its responder's PSN read (mv_ready); each step of a
+ * move wakes it (rbond_fo_rm_kick()).  The removal then
  * destroys that member and the move goes on without it; a QP whose move
  * was not that far, or that cannot move, is lost with the rail (as a
  * native QP with its device).
@@ -348,6 +362,7 @@ void rbond_fo_rail_removing(struct rbond_dev *bond, unsigned int rail)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(RBOND_FO_FLUSH_MS + 500);
 	struct rbond_fo_rm_walk a = { .rail = rail, .mark = true };
+	int seen = atomic_read(&rbond_fo_rm_seq);
 
 	if (rail >= RBOND_MAX_RAILS || !READ_ONCE(rbond_home_remove_move))
 		return;
@@ -356,7 +371,12 @@ void rbond_fo_rail_removing(struct rbond_dev *bond, unsigned int rail)
 		return;
 	a.mark = false;
 	while (a.waiting && time_before(jiffies, end)) {
-		msleep(20);
+		/* woken by a move's step; 100 ms: a QP destroyed meanwhile */
+		wait_event_timeout(rbond_fo_rm_wq,
+				   atomic_read(&rbond_fo_rm_seq) != seen,
+				   min_t(long, end - jiffies,
+					 msecs_to_jiffies(100)));
+		seen = atomic_read(&rbond_fo_rm_seq);
 		a.waiting = 0;
 		rbond_mq_walk(bond, rbond_fo_removing_one, &a);
 	}
@@ -1893,6 +1913,7 @@ static void rbond_fo_work(struct work_struct *work)
 	struct rbond_mqp *mq = container_of(to_delayed_work(work),
 					    struct rbond_mqp, fo_work);
 	unsigned long want, next = 0, d;
+	bool moved = false;
 	unsigned int r;
 
 	mutex_lock(&mq->lock);
@@ -1904,10 +1925,12 @@ static void rbond_fo_work(struct work_struct *work)
 	want = READ_ONCE(mq->fo_want);
 	smp_rmb();	/* the bit before reason and t0 (rbond_fo_mark) */
 	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
-		if (mq->mv_active && r == mq->mv_old)
+		if (mq->mv_active && r == mq->mv_old) {
 			d = rbond_fo_home_step(mq);
-		else
+			moved = true;
+		} else {
 			d = rbond_fo_step(mq, r);
+		}
 		if (d && (!next || d < next))
 			next = d;
 	}
@@ -1916,6 +1939,8 @@ static void rbond_fo_work(struct work_struct *work)
 		queue_delayed_work(rbond_wq, &mq->fo_work, next);
 out_unlock:
 	mutex_unlock(&mq->lock);
+	if (moved)
+		rbond_fo_rm_kick();
 }
 
 /* --- FENCE / FENCE_ACK from the control channel -------------------------------- */
@@ -2104,6 +2129,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	mq->fence_conn = NULL;
 	spin_unlock_irqrestore(&mq->attr_lock, flags);
 	rbond_conn_put(conn);
+	rbond_fo_rm_kick();	/* a move it ended */
 }
 
 /**
