@@ -1085,16 +1085,25 @@ static void rbond_fo_send(struct rbond_mqp *mq, struct rbond_conn *conn,
 	rbond_ctrl_send(conn, &msg, type, RBOND_ST_OK);
 }
 
-/* Our failed member on @r to the peer's: FENCE.  mq->lock held. */
-static void rbond_fo_send_fence(struct rbond_mqp *mq, unsigned int r)
+/*
+ * @type about our member @qpn on @r to the peer's member paired with it:
+ * FENCE, PEER_ERR.  mq->lock held.
+ */
+static void rbond_fo_send_paired(struct rbond_mqp *mq, u8 type,
+				 unsigned int r, u32 qpn)
 {
 	int pr = mq->m[r].peer;
 
 	if (pr < 0 || pr >= mq->peer_nrails)
 		return;
-	rbond_fo_send(mq, mq->conn, RBOND_MSG_FENCE, r, mq->fo_qpn[r],
-		      mq->peer_rail[pr].index,
+	rbond_fo_send(mq, mq->conn, type, r, qpn, mq->peer_rail[pr].index,
 		      be32_to_cpu(mq->peer_rail[pr].qpn));
+}
+
+/* Our failed member on @r to the peer's: FENCE.  mq->lock held. */
+static void rbond_fo_send_fence(struct rbond_mqp *mq, unsigned int r)
+{
+	rbond_fo_send_paired(mq, RBOND_MSG_FENCE, r, mq->fo_qpn[r]);
 }
 
 static void rbond_fo_home_fence_in(struct rbond_mqp *mq,
@@ -1840,20 +1849,13 @@ void rbond_fo_peer_err(struct rbond_qp *qp, unsigned int rail,
 static void rbond_fo_perr_send(struct rbond_mqp *mq)
 {
 	unsigned long want = xchg(&mq->perr_want, 0);
-	struct rbond_member_qp *m;
 	unsigned int r;
-	int pr;
 
 	lockdep_assert_held(&mq->lock);
-	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
-		m = &mq->m[r];
-		pr = m->peer;
-		if (!m->qp || pr < 0 || pr >= mq->peer_nrails)
-			continue;
-		rbond_fo_send(mq, mq->conn, RBOND_MSG_PEER_ERR, r,
-			      m->qp->qp_num, mq->peer_rail[pr].index,
-			      be32_to_cpu(mq->peer_rail[pr].qpn));
-	}
+	for_each_set_bit(r, &want, RBOND_MAX_RAILS)
+		if (mq->m[r].qp)
+			rbond_fo_send_paired(mq, RBOND_MSG_PEER_ERR, r,
+					     mq->m[r].qp->qp_num);
 }
 
 /*
@@ -1969,9 +1971,11 @@ static struct rbond_mqp *rbond_fo_find(struct rbond_conn *conn,
 	return ok ? mq : NULL;
 }
 
+/* FENCE, FENCE_ACK, PEER_ERR: into the QP's inbox, for its failover work */
 static void rbond_fo_take_msg(struct rbond_conn *conn,
-			      const struct rbond_msg *m, bool ack)
+			      const struct rbond_msg *m, u8 type)
 {
+	bool ack = type == RBOND_MSG_FENCE_ACK;
 	unsigned int r = m->fence.peer_rail;
 	struct rbond_conn *old = NULL;
 	struct rbond_mqp *mq;
@@ -1985,7 +1989,10 @@ static void rbond_fo_take_msg(struct rbond_conn *conn,
 	mq = rbond_fo_find(conn, m);
 	if (mq) {
 		spin_lock_irqsave(&mq->attr_lock, flags);
-		if (ack) {
+		if (type == RBOND_MSG_PEER_ERR) {
+			mq->perr_in |= BIT(r);
+			mq->perr_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
+		} else if (ack) {
 			mq->ack_in |= BIT(r);
 			mq->ack_from[r] = m->fence.rail;
 			mq->ack_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
@@ -2010,7 +2017,8 @@ static void rbond_fo_take_msg(struct rbond_conn *conn,
 	} else {
 		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
 		pr_debug("%s for QP 0x%x from %pI4 QP 0x%x dropped\n",
-			 ack ? "FENCE_ACK" : "FENCE", be32_to_cpu(m->dst_qpn),
+			 ack ? "FENCE_ACK" : type == RBOND_MSG_PEER_ERR ?
+			 "PEER_ERR" : "FENCE", be32_to_cpu(m->dst_qpn),
 			 &conn->raddr, be32_to_cpu(m->src_qpn));
 	}
 	mutex_unlock(&rbond_mq_mutex);
@@ -2028,7 +2036,7 @@ static void rbond_fo_take_msg(struct rbond_conn *conn,
  */
 void rbond_handle_fence(struct rbond_conn *conn, const struct rbond_msg *m)
 {
-	rbond_fo_take_msg(conn, m, false);
+	rbond_fo_take_msg(conn, m, RBOND_MSG_FENCE);
 }
 
 /**
@@ -2041,7 +2049,7 @@ void rbond_handle_fence(struct rbond_conn *conn, const struct rbond_msg *m)
 void rbond_handle_fence_ack(struct rbond_conn *conn,
 			    const struct rbond_msg *m)
 {
-	rbond_fo_take_msg(conn, m, true);
+	rbond_fo_take_msg(conn, m, RBOND_MSG_FENCE_ACK);
 }
 
 /**
@@ -2053,24 +2061,7 @@ void rbond_handle_fence_ack(struct rbond_conn *conn,
  */
 void rbond_handle_peer_err(struct rbond_conn *conn, const struct rbond_msg *m)
 {
-	unsigned int r = m->fence.peer_rail;
-	struct rbond_mqp *mq = NULL;
-	unsigned long flags;
-
-	if (!conn->active && r < RBOND_MAX_RAILS) {
-		mutex_lock(&rbond_mq_mutex);
-		mq = rbond_fo_find(conn, m);
-		if (mq) {
-			spin_lock_irqsave(&mq->attr_lock, flags);
-			mq->perr_in |= BIT(r);
-			mq->perr_qpn[r] = be32_to_cpu(m->fence.peer_qpn);
-			spin_unlock_irqrestore(&mq->attr_lock, flags);
-			mod_delayed_work(rbond_wq, &mq->fo_work, 0);
-		}
-		mutex_unlock(&rbond_mq_mutex);
-	}
-	if (!mq)
-		atomic64_inc(&rbond_ctrl_stats.bad_msgs);
+	rbond_fo_take_msg(conn, m, RBOND_MSG_PEER_ERR);
 }
 
 /* --- the QP object's and the module's hooks ------------------------------------ */
