@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 150
+# time: 190
 #
 # Multi-rail (Documentation/rdma_bond.rst, "Multi-rail"), gated by the
 # module parameter multirail=1, which this test sets:
@@ -12,7 +12,8 @@
 #      sizes) and rbond_order (data WRITE then flag WRITE to a strict MR,
 #      WRITE then READ of the same bytes, atomics interleaved with WRITEs,
 #      stale rkey after dereg/re-register) under every policy, and an
-#      error among striped WRITEs (the rest flush, the QP is in error); the
+#      error among striped WRITEs (the rest flush, the QP is in error; also
+#      refused on an extra rail behind a slower home rail); the
 #      counters prove the cases were striped, split and hit ordering points;
 #   2. single-QP ib_write_bw bond<->bond over two rails shaped to the same
 #      rate, 1 MiB and 64 KiB: both rails carry data and the steady-state
@@ -46,10 +47,12 @@ vf() {	# vf SERVER CLIENT ARGS...
 	prov_cs "$s" "$c" /tmp/mr_vf "$PROGS/rbond_verify" $V "$@"
 	log_test $? "rbond_verify $* server $s, client $c ($(grep -c '^ok' /tmp/mr_vf) checks)"
 }
-ord() {	# ord LABEL ARGS...
-	local l=$1; shift
+ord() {	# ord LABEL ARGS...: returns the case's result
+	local l=$1 rc; shift
 	prov_cs rbond1 rbond0 /tmp/mr_ord "$PROGS/rbond_order" $V "$@"
-	log_test $? "rbond_order $* [$l] ($(grep -c '^ok' /tmp/mr_ord) + $(grep -c '^ok' /tmp/mr_ord.srv) checks)"
+	rc=$?
+	log_test $rc "rbond_order $* [$l] ($(grep -c '^ok' /tmp/mr_ord) + $(grep -c '^ok' /tmp/mr_ord.srv) checks)"
+	return $rc
 }
 policy() { echo "$1" > /sys/class/infiniband/rbond0/bond/policy &&
 	   echo "$1" > /sys/class/infiniband/rbond1/bond/policy; }
@@ -71,8 +74,26 @@ for pol in adaptive round-robin; do
 	policy $pol || fail "cannot set policy $pol"
 	ord "error, $pol" -E -R -n 16 -s 65536
 done
+# The bad WRITE refused on an extra rail while the WRITEs before it are
+# still queued on a slower home rail: the peer's QP may go to error only
+# once they have landed (the requester tells it when the error is delivered
+# in order).  Round-robin puts the bad WRITE on either rail, so new QPs
+# (n varied) until rbond0's log shows it refused on rail 1; none in 8
+# tries is a skip, a failed try a failure (before the fix, try 1: "11 of
+# 34 completions", QP still RTS).
+echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control
+rail_shape a0 10mbit
+hit=$KSFT_SKIP
+for t in 1 2 3 4 5 6 7 8; do
+	m=$(dmesg_mark) n=$((14 + t % 3))
+	ord "error, round-robin, home rail at 10mbit, try $t" -E -R -n $n -s 65536 || { hit=1; break; }
+	dmesg_since "$m" | grep -q "the peer refused our request on rail 1" && { hit=0; break; }
+done
+rail_unshape a0
+echo 'module rdma_bond -p' > /sys/kernel/debug/dynamic_debug/control
+log_test $hit "the bad WRITE refused on rail 1 behind a slow home rail: the WRITEs before it succeed ($t tries)"
 policy adaptive
-[ "$(mrail_stat qp_failed)" -ge $((f0 + 2)) ]
+[ "$(mrail_stat qp_failed)" -ge $((f0 + 2 + t)) ]
 log_test $? "bond QPs failed as a whole ($(($(mrail_stat qp_failed) - f0)) QPs)"
 [ "$(mrail_stat striped)" -gt "$s0" ]
 log_test $? "error cases ran striped ($(($(mrail_stat striped) - s0)) WQEs on extra rails)"

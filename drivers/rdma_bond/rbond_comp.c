@@ -156,6 +156,7 @@ static bool rbond_qp_deliver_one(struct rbond_qp *qp, bool *added)
 	qp->sq_wqes--;
 	rbond_qp_unfold_chunks(qp, e);
 	if (rbond_qp_sq_status(qp, e)) {
+		rbond_fo_peer_err_release(qp);
 		rbond_post_flush_pending(qp);
 		rbond_mrail_qp_failed(qp);
 	}

@@ -1828,6 +1828,11 @@ static unsigned long rbond_fo_home_step(struct rbond_mqp *mq)
  * @rail: the rail the WQE went on
  * @status: its status
  *
+ * Held until that error is the QP's first error delivered in posting order
+ * (rbond_fo_peer_err_release()): everything posted before the bad WQE has
+ * completed then, so the peer's responder has executed it - stopping the
+ * peer's home member earlier would fail WQEs before the bad one that are
+ * still on their way there (a striped WRITE on a slower home rail).
  * Locks: sq_lock held.  Any context.
  */
 void rbond_fo_peer_err(struct rbond_qp *qp, unsigned int rail,
@@ -1841,7 +1846,30 @@ void rbond_fo_peer_err(struct rbond_qp *qp, unsigned int rail,
 		return;
 	if (!mq || rail >= RBOND_MAX_RAILS || rail == qp->home)
 		return;
-	set_bit(rail, &mq->perr_want);
+	set_bit(rail, &mq->perr_held);
+	if (qp->sq_failed)
+		rbond_fo_peer_err_release(qp);
+}
+
+/**
+ * rbond_fo_peer_err_release() - the QP's first error was just delivered
+ * @qp: the QP
+ *
+ * Tell the peer now about the refusals rbond_fo_peer_err() held.
+ * Locks: sq_lock held.  Any context.
+ */
+void rbond_fo_peer_err_release(struct rbond_qp *qp)
+{
+	struct rbond_mqp *mq = qp->mrail;
+	unsigned long held;
+	unsigned int r;
+
+	lockdep_assert_held(&qp->sq_lock);
+	held = mq ? xchg(&mq->perr_held, 0) : 0;
+	if (!held)
+		return;
+	for_each_set_bit(r, &held, RBOND_MAX_RAILS)
+		set_bit(r, &mq->perr_want);
 	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
 }
 
@@ -1852,10 +1880,14 @@ static void rbond_fo_perr_send(struct rbond_mqp *mq)
 	unsigned int r;
 
 	lockdep_assert_held(&mq->lock);
-	for_each_set_bit(r, &want, RBOND_MAX_RAILS)
+	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: the peer refused our request on rail %u: telling it\n",
+			  mq->qp->ibqp.qp_num, r);
 		if (mq->m[r].qp)
 			rbond_fo_send_paired(mq, RBOND_MSG_PEER_ERR, r,
 					     mq->m[r].qp->qp_num);
+	}
 }
 
 /*
@@ -2091,6 +2123,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	lockdep_assert_held(&mq->lock);
 	mq->fo_want = 0;
 	mq->perr_want = 0;
+	WRITE_ONCE(mq->perr_held, 0);
 	mq->fo_local = 0;
 	mq->fo_peer = 0;
 	mq->fo_failed = 0;

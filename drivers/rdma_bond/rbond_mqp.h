@@ -171,12 +171,13 @@ struct rbond_mqp {
 	u32 fo_qpn[RBOND_MAX_RAILS];	/* our member that failed */
 	struct rbond_conn *fence_conn;	/* where to acknowledge */
 	/*
-	 * The peer's bad request (rbond_fo_peer_err()): perr_want, rails
-	 * whose peer member refused ours (atomic bits: tell the peer);
+	 * The peer's bad request (rbond_fo_peer_err()): perr_held, rails
+	 * whose peer member refused ours, before that error is delivered;
+	 * perr_want, once it is (atomic bits both: tell the peer);
 	 * perr_in (attr_lock), rails of ours whose member, perr_qpn[], the
 	 * peer says refused its request.
 	 */
-	unsigned long perr_want, perr_in;
+	unsigned long perr_held, perr_want, perr_in;
 	u32 perr_qpn[RBOND_MAX_RAILS];
 
 	/*

@@ -50,6 +50,7 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 		    const struct ib_wc *wc);
 void rbond_fo_peer_err(struct rbond_qp *qp, unsigned int rail,
 		       enum ib_wc_status status);
+void rbond_fo_peer_err_release(struct rbond_qp *qp);
 void rbond_fo_rail_down(struct rbond_dev *bond, unsigned int rail,
 			u8 reason);
 void rbond_fo_rail_up(struct rbond_dev *bond, unsigned int rail);
