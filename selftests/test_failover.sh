@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 280
+# time: 260
 #
 # Failover of an extra rail under traffic (Documentation/rdma_bond.rst,
 # "Failover").  Cases 1-4 run two QPs bond<->bond with relaxed-ordered MRs,

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 420
+# time: 210
 #
 # Failover of the HOME rail (Documentation/rdma_bond.rst, "Failover",
 # "The home rail").  The home rail carries what must stay in order on one

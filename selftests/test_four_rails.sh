@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 75
+# time: 80
 #
 # Four rails per host: the scheduler, negotiation, key translation and
 # counters beyond two rails.

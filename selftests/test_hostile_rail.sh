@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 120
+# time: 75
 #
 # Hostile requests on the data path of an extra rail (Documentation/
 # rdma_bond.rst, "Threat model").  Every extra member QP of a multi-rail QP

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 190
+# time: 210
 #
 # Multi-rail (Documentation/rdma_bond.rst, "Multi-rail"), gated by the
 # module parameter multirail=1, which this test sets:

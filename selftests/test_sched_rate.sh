@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 120
+# time: 65
 #
 # The adaptive policy's rail rates follow the rails (rbond_sched.c,
 # Documentation/rdma_bond.rst "Scheduling"): a rail's rate is measured over

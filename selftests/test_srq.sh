@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 80
+# time: 95
 #
 # Shared receive queues through the provider: unmodified ibv_srq_pingpong
 # (16 RC QPs on one SRQ per side, every received buffer checked with -c),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 150
+# time: 45
 #
 # UD queue pairs on the bond (Documentation/rdma_bond.rst, "UD queue
 # pairs"), with software nobody here wrote:
