@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 210
+# time: 225
 #
 # Failover of the HOME rail (Documentation/rdma_bond.rst, "Failover",
 # "The home rail").  The home rail carries what must stay in order on one
@@ -92,7 +92,10 @@ home_case() {
 	al=$(mrail_stat atomics_lost)
 	p0=$(mrail_stat home_primes); pf0=$(mrail_stat home_prime_fails)
 	if [ -n "${HC_AGAIN:-}" ]; then
-		prov_fo_start /tmp/fh 45 -r	# and RESET, reconnect (rbond_stream -r)
+		# and RESET, reconnect (rbond_stream -r); 60 s: the stream must
+		# outlast the failback and the second fault (with 45 s it ended
+		# before the second fault once, on a host shared with a 6.12 guest)
+		prov_fo_start /tmp/fh 60 -r
 	else
 		prov_fo_start /tmp/fh 16 "${HC_XARGS:-}"
 	fi
@@ -182,9 +185,13 @@ home_again() {
 		log "$label: rbond_stream ended before rail 0 came back: no QP left to fail back"
 		return 0
 	fi
-	for i in $(seq 150); do
+	# 15 s of wall time (each look at the log costs time of its own
+	# under a loaded host: 150 looks took 20 s or more)
+	i=$(( $(date +%s) + 15 ))
+	while :; do
 		new=$(dmesg_since "$m")
 		[ "$(echo "$new" | grep -c 'rail 0 back in use')" -ge 2 ] && break
+		[ "$(date +%s)" -ge $i ] && break
 		sleep 0.1
 	done
 	t1=$(echo "$new" | grep 'rail 0 back in use' | sed -n 2p | klog_s)

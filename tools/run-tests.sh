@@ -151,7 +151,11 @@ for topo in $topos; do
 		else
 			lenv=()
 			if [ "$dbg" != force ]; then
-				lenv=(RBOND_LANE_DEADLINE="$deadline")
+				# the fuzzer's share: 240 s (lane.sh's own
+				# default is 360) keeps the lane with its
+				# selftest subset near 21 min (2026-12-06)
+				lenv=(RBOND_LANE_DEADLINE="$deadline"
+				      RBOND_LANE_FUZZ_BUDGET="${RBOND_LANE_FUZZ_BUDGET:-240}")
 				echo "# lane deadline: $(( (deadline - t0) / 60 )) min into the run" \
 					"($(( (deadline - $(date +%s)) / 60 )) min from now)"
 			fi

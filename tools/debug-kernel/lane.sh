@@ -27,8 +27,9 @@
 #
 # RBOND_LANE_DEADLINE (epoch seconds; tools/run-tests.sh sets it so that the
 # stock-kernel suites still fit CI's budget): the lane trims itself to end
-# by then -- the fuzz budget shrinks (down to one seed), and the suite subset
-# runs only if its measured cost (RBOND_LANE_SUITE_EST, 1300 s) still fits;
+# by then -- the fuzz budget shrinks (down to one seed) so that the suite
+# subset's measured cost (RBOND_LANE_SUITE_EST, 700 s) still fits, and the
+# subset's guest skips a test that would overrun the deadline;
 # RBOND_LANE_ENV="VAR=VAL ..." passes variables to the suite's guest (e.g.
 # FH_CASES=1,5 for test_failover_home.sh);
 # what does not fit is reported as skipped.
@@ -39,7 +40,9 @@ RBOND_CACHE=${RBOND_CACHE:-/var/tmp/rdma_bond-cache}
 export RBOND_CACHE
 # Measured on the debug kernel (2-core host, 2026-12-01): link 325 s,
 # lifecycle 257 s, ktest 258 s, verify 266 s (bond <-> bond striped over
-# both rails); test_multirail (conformance part only, MR_BW=0) needs more
+# both rails); on 2026-12-06 146, 108, 94 and 96 s (444 s, plus the
+# guest's boot: RBOND_LANE_SUITE_EST 700 s; it was 1300 s, and CI skipped
+# the subset for want of 7 s); test_multirail (conformance part only, MR_BW=0) needs more
 # than 600 s more and did not fit the guest's 1800 s: it runs when named
 # (RBOND_LANE_TESTS, or arguments), not by default.
 DEFAULT_TESTS="test_rbond_link test_rbond_lifecycle test_rbond_ktest test_provider_verify"
@@ -164,7 +167,7 @@ if [ $self_check = 1 ]; then
 fi
 
 # 5. The verbs fuzzer: random seeds in a fixed budget, one guest.
-suite_est=${RBOND_LANE_SUITE_EST:-1300}
+suite_est=${RBOND_LANE_SUITE_EST:-700}
 if [ $fuzz = 1 ]; then
 	fsecs=${RBOND_LANE_FUZZ_SECS:-45}
 	fbudget=${RBOND_LANE_FUZZ_BUDGET:-360}
@@ -206,8 +209,12 @@ if [ $fuzz = 1 ]; then
 fi
 
 # 6. The suite on the debug kernel.
-if [ $suite = 1 ] && [ "$(left)" -lt "$suite_est" ]; then
-	echo "ok - debug: selftest subset # SKIP $(left) s left before the deadline, it takes ~${suite_est} s"
+# With a deadline the subset's guest skips, by name, a test that would
+# overrun it (selftests/run.sh RBOND_SUITE_BUDGET; the tests' "# time:"
+# headers are the stock kernel's, x2.5 here); the whole subset is skipped
+# only if not even its boot and one test fit.
+if [ $suite = 1 ] && [ "$(left)" -lt 400 ]; then
+	echo "ok - debug: selftest subset # SKIP $(left) s left before the deadline"
 	skipn=$((skipn + 1))
 	suite=0
 fi
@@ -226,6 +233,8 @@ if [ $suite = 1 ]; then
 	to=${RBOND_LANE_TIMEOUT:-1800}
 	[ "$(left)" -lt "$to" ] && to=$(left)
 	envs=()
+	[ "$deadline" -gt 0 ] &&
+		envs=(--env RBOND_SUITE_BUDGET=$(( $(left) - 150 )) --env RBOND_SUITE_TIME_PCT=250)
 	for e in ${RBOND_LANE_ENV:-}; do envs+=(--env "$e"); done
 	vmrun --timeout "$to" --env RBOND_INJECT=none --env MR_BW=0 "${envs[@]}" \
 		-- selftests/run.sh -t loop "${tests[@]}" 2>&1 | tee "$out"
