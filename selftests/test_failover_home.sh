@@ -179,7 +179,7 @@ forged_qpreq() {
 # below the fastest, rbond_sched.c), and rail 1 - the home now - goes down for 8 s: a second
 # home move, to rail 0, on both bonds
 home_again() {
-	local label=$1 m=$2 t0=$HC_TFIX t1 i b0 w0 new
+	local label=$1 m=$2 t0=$HC_TFIX t1 deadline b0 w0 new
 	if ! kill -0 "$SPID" 2>/dev/null; then
 		# the lost-atomic outcome (stream_ok below) ends it early
 		log "$label: rbond_stream ended before rail 0 came back: no QP left to fail back"
@@ -187,11 +187,11 @@ home_again() {
 	fi
 	# 15 s of wall time (each look at the log costs time of its own
 	# under a loaded host: 150 looks took 20 s or more)
-	i=$(( $(date +%s) + 15 ))
+	deadline=$(( $(date +%s) + 15 ))
 	while :; do
 		new=$(dmesg_since "$m")
 		[ "$(echo "$new" | grep -c 'rail 0 back in use')" -ge 2 ] && break
-		[ "$(date +%s)" -ge $i ] && break
+		[ "$(date +%s)" -ge $deadline ] && break
 		sleep 0.1
 	done
 	t1=$(echo "$new" | grep 'rail 0 back in use' | sed -n 2p | klog_s)

@@ -17,8 +17,9 @@
 # 6.12 (~64 min measured, Documentation/testing.rst) come after it.  The
 # 6.12 suites get what is left less 6 min and give way when it is short:
 # the pair suite runs only if it fits, a loop test that would overrun is
-# skipped by name (tools/kver-lane.sh --budget).  RBOND_DEBUG_LANE=0 skips the lane, =force runs it whole without
-# a deadline; RBOND_K612=0 leaves out the 6.12 suites.
+# skipped by name (tools/kver-lane.sh --budget).  RBOND_DEBUG_LANE=0 skips
+# the lane, =force runs it whole without a deadline; RBOND_K612=0 leaves out
+# the 6.12 suites.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tools/suite-result.sh

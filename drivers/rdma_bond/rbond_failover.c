@@ -1881,12 +1881,13 @@ static void rbond_fo_perr_send(struct rbond_mqp *mq)
 
 	lockdep_assert_held(&mq->lock);
 	for_each_set_bit(r, &want, RBOND_MAX_RAILS) {
+		if (!mq->m[r].qp)
+			continue;
 		ibdev_dbg(&mq->bond->ibdev,
 			  "QP 0x%x: the peer refused our request on rail %u: telling it\n",
 			  mq->qp->ibqp.qp_num, r);
-		if (mq->m[r].qp)
-			rbond_fo_send_paired(mq, RBOND_MSG_PEER_ERR, r,
-					     mq->m[r].qp->qp_num);
+		rbond_fo_send_paired(mq, RBOND_MSG_PEER_ERR, r,
+				     mq->m[r].qp->qp_num);
 	}
 }
 

@@ -42,9 +42,9 @@ export RBOND_CACHE
 # lifecycle 257 s, ktest 258 s, verify 266 s (bond <-> bond striped over
 # both rails); on 2026-12-06 146, 108, 94 and 96 s (444 s, plus the
 # guest's boot: RBOND_LANE_SUITE_EST 700 s; it was 1300 s, and CI skipped
-# the subset for want of 7 s); test_multirail (conformance part only, MR_BW=0) needs more
-# than 600 s more and did not fit the guest's 1800 s: it runs when named
-# (RBOND_LANE_TESTS, or arguments), not by default.
+# the subset for want of 7 s); test_multirail (conformance part only,
+# MR_BW=0) needs more than 600 s more and did not fit the guest's 1800 s:
+# it runs when named (RBOND_LANE_TESTS, or arguments), not by default.
 DEFAULT_TESTS="test_rbond_link test_rbond_lifecycle test_rbond_ktest test_provider_verify"
 
 # The fuzz step is on unless RBOND_LANE_FUZZ=0 or --no-fuzz.  It needs the
