@@ -226,6 +226,16 @@ home_case() {
 			log "$label: no failback check: the stream ended early (rc $rc)${fb:+; $fb}"
 		fi
 		tfb=$(echo "$fb" | klog_s)
+		# heartbeats on: a rail back in use is not judged by the
+		# silence of a connection whose peer end went with its port
+		# (it said "no heartbeat ... for 10492 ms" 6 ms after rail 0
+		# came back, and failed it over again)
+		if [ -n "$tfb" ] && [ "$(cat /sys/module/rdma_bond/parameters/heartbeat_ms 2>/dev/null || echo 0)" != 0 ]; then
+			stale=$(dmesg_since "$m" | awk -v t="$tfb" -F'[][]' \
+				'$2 + 0 >= t + 0 && /rail 0 failed over \(no heartbeat\)/' | head -n 1)
+			[ -z "$stale" ]
+			log_test $? "$label: host $me kept rail 0 after its failback (no stale heartbeat verdict)${stale:+: $stale}"
+		fi
 		[ -n "$tfix" ] && [ -n "$tfb" ] &&
 			log "BENCH $label: home rail repaired to its failback $(ms_between "$tfix" "$tfb") ms on host $me (kernel clock)"
 		[ -n "${PF_DEBUG:-}" ] && dmesg_since "$m" |

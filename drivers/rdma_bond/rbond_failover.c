@@ -939,6 +939,17 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 				l = &w->link[i];
 		if (!l || !silent_ms)
 			continue;
+		/*
+		 * A silence older than the rail's (re)join says nothing: the
+		 * join's probe crossed the rail.  The connection is stale -
+		 * the peer's end went with its port (test_pair_failover.sh
+		 * case 3: "rail 0: no heartbeat from 10.0.1.1 for 10492 ms"
+		 * 6 ms after rail 0 was back in use, failed over again) -
+		 * and judges this QP's rail no more; a live one does again.
+		 */
+		if (l->silent_ms > jiffies_to_msecs(jiffies -
+					READ_ONCE(mq->joined_at[r])))
+			continue;
 		silent = l->silent_ms > silent_ms +
 			 min_t(u64, div_u64(drain, NSEC_PER_MSEC) +
 				    l->queue_us / USEC_PER_MSEC,
@@ -2132,6 +2143,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	mq->rejoin_want = 0;
 	mq->rejoin_sent = 0;
 	memset(mq->rejoin_backoff, 0, sizeof(mq->rejoin_backoff));
+	memset(mq->joined_at, 0, sizeof(mq->joined_at));
 	memset(mq->fo_sent, 0, sizeof(mq->fo_sent));
 	WRITE_ONCE(mq->mv_active, false);
 	WRITE_ONCE(mq->mv_fenced, false);

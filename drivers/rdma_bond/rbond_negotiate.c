@@ -493,9 +493,10 @@ static unsigned long rbond_mq_publish_rails(struct rbond_mqp *mq,
 	WRITE_ONCE(mq->up, true);
 	spin_unlock(&qp->sq_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	/* the home joined with the QP's first rails, not with every rejoin */
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
-		if (rails & BIT(i))
-			mq->joined_at[i] = jiffies;
+		if ((rails & BIT(i)) && (i != qp->home || !mq->joined_at[i]))
+			WRITE_ONCE(mq->joined_at[i], jiffies);
 	return rails & ~BIT(qp->home);
 }
 
