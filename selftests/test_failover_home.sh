@@ -280,9 +280,12 @@ fi
 # 5. silent loss (netem loss 100%) both ways for 8 s: no port event, no
 # error until the members' retries run out (-u 18: seconds); the
 # heartbeat finds it (failover_silent_ms, off by default: 500 ms here)
-silent_ms() {	# silent_ms MS: heartbeats and their judgement on (0: off)
+# (as the guest had them before: the kernel command line may set them)
+HB0=$(cat /sys/module/rdma_bond/parameters/heartbeat_ms)
+SILENT0=$(cat /sys/class/infiniband/rbond0/bond/failover_silent_ms)
+silent_ms() {	# silent_ms MS [HB_MS]: heartbeats and their judgement
 	local b
-	echo $(($1 ? 100 : 0)) > /sys/module/rdma_bond/parameters/heartbeat_ms
+	echo "${2:-$(($1 ? 100 : 0))}" > /sys/module/rdma_bond/parameters/heartbeat_ms
 	for b in rbond0 rbond1; do
 		echo "$1" > /sys/class/infiniband/$b/bond/failover_silent_ms
 	done
@@ -299,7 +302,7 @@ fi
 # 6. one-way silent loss, B -> A only, 8 s: A hears nothing, B hears A;
 # A moves the home and its FENCE (over rail 1) moves B's
 home_case 6 "home one-way loss" "rail_shape b0 $RATE '' 100%" "rail_shape b0 $RATE"
-silent_ms 0
+silent_ms "$SILENT0" "$HB0"
 
 # bond_objs DEV: the member QPs, CQs and PDs rdma_bond has on DEV
 # ("Q C P"); not the control channel's connections (one rdma_cm QP, one
