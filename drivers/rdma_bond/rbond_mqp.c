@@ -512,6 +512,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	mq->tries = 0;
 	conn = mq->conn;
 	mq->conn = NULL;
+	mq->conn_heard = false;
 
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->have_rtr = false;

@@ -22,6 +22,11 @@
 #define RBOND_RAIL_HOP_LIMIT	64
 #define RBOND_RKEY_BATCH	16	/* RKEY_REQs per pass of the key work */
 #define RBOND_MQ_MAX_TRIES	50
+/*
+ * Tries without any QP_RSP on a connection that is up: its peer end is
+ * gone (half-open); it goes, the next try connects anew
+ */
+#define RBOND_MQ_DEAF_TRIES	25
 #define RBOND_RKEY_MAX		1024
 #define RBOND_RKEY_RETRY	(HZ / 2)
 #define RBOND_RKEY_TRIES	8
@@ -138,6 +143,7 @@ struct rbond_mqp {
 	enum rbond_neg_state state;	/* READ_ONCE outside mq->lock */
 	struct rbond_conn *conn;	/* our active connection */
 	unsigned int tries;
+	bool conn_heard;		/* a QP_RSP came on conn */
 	wait_queue_head_t up_wq;	/* UP or SINGLE: rbond_mrail_wait_up() */
 	bool have_peer;
 	u8 peer_nrails;

@@ -924,6 +924,29 @@ static void rbond_mq_rejoin_publish(struct rbond_mqp *mq, bool rts)
 	}
 }
 
+/*
+ * Our QP_REQs went unanswered on a connection that is up for
+ * RBOND_MQ_DEAF_TRIES tries: any peer module answers every QP_REQ (NOENT
+ * for a QP it does not know), so the peer's end of it is gone - torn down
+ * while its port was down, ours idle since (test_pair_failover.sh case 7:
+ * "asking -> single" after 10 s while the peer's own QP_REQ, over a new
+ * connection of its, was answered at once).  The connection goes (for
+ * every QP on it: it carries nothing) and the next try connects anew.
+ * mq->lock held.  Return: true if it went.
+ */
+static bool rbond_mq_deaf(struct rbond_mqp *mq)
+{
+	if (mq->conn_heard || mq->tries != RBOND_MQ_DEAF_TRIES)
+		return false;
+	ibdev_dbg(&mq->bond->ibdev,
+		  "QP 0x%x: no QP_RSP on the control connection to %pI4 in %u tries: connecting anew\n",
+		  mq->qp->ibqp.qp_num, &mq->conn->raddr, mq->tries);
+	rbond_ctrl_conn_kill(mq->conn);
+	rbond_conn_put(mq->conn);
+	mq->conn = NULL;
+	return true;
+}
+
 /* The peer QP's nonce, from the first message that carries it (set once). */
 static void rbond_mq_learn_nonce(struct rbond_mqp *mq, const u8 *nonce)
 {
@@ -1120,6 +1143,7 @@ void rbond_mq_work(struct work_struct *work)
 			  rsp_conn == mq->conn ? "" : ", not our connection");
 	if (rsp_pending &&
 	    rbond_mq_rsp_ours(mq, rsp_conn, &rsp, peer_addr, peer_qpn)) {
+		mq->conn_heard = true;
 		switch (be32_to_cpu(rsp.status)) {
 		case RBOND_ST_OK:
 			rbond_mq_learn_nonce(mq, rsp.nonce);
@@ -1167,6 +1191,7 @@ void rbond_mq_work(struct work_struct *work)
 	if (mq->state == RBOND_NEG_ASKING) {
 		if (!mq->conn) {
 			mq->conn = rbond_ctrl_connect(home_addr, peer_addr);
+			mq->conn_heard = false;
 			if (!mq->conn)	/* not a bond peer */
 				rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
 		}
@@ -1176,6 +1201,8 @@ void rbond_mq_work(struct work_struct *work)
 			if (st == RBOND_CONN_FAILED || st == RBOND_CONN_DEAD ||
 			    ++mq->tries > RBOND_MQ_MAX_TRIES) {
 				rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
+			} else if (st == RBOND_CONN_UP && rbond_mq_deaf(mq)) {
+				/* the next pass connects anew */
 			} else if (st == RBOND_CONN_UP) {
 				memset(msg, 0, sizeof(*msg));
 				mutex_lock(&bond->lock);
