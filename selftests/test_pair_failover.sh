@@ -236,6 +236,18 @@ home_case() {
 			[ -z "$stale" ]
 			log_test $? "$label: host $me kept rail 0 after its failback (no stale heartbeat verdict)${stale:+: $stale}"
 		fi
+		# nor is a silence longer than the outage itself judged and
+		# logged: a connection left from before it speaks for nothing
+		# (6.12: "no heartbeat from 10.0.1.2 for 11132 ms" after an 8 s
+		# fault, between "rail 0 rejoins" and "back in use")
+		if [ "$(cat /sys/module/rdma_bond/parameters/heartbeat_ms 2>/dev/null || echo 0)" != 0 ]; then
+			long=$(dmesg_since "$m" | awk -v max=$((hold * 1000)) \
+				'match($0, /rail 0: no heartbeat from [0-9.]+ for [0-9]+ ms/) {
+					s = substr($0, RSTART, RLENGTH); split(s, f, " ")
+					if (f[8] + 0 > max) print }' | head -n 1)
+			[ -z "$long" ]
+			log_test $? "$label: host $me judged no silence longer than the ${hold} s outage${long:+: $long}"
+		fi
 		[ -n "$tfix" ] && [ -n "$tfb" ] &&
 			log "BENCH $label: home rail repaired to its failback $(ms_between "$tfix" "$tfb") ms on host $me (kernel clock)"
 		[ -n "${PF_DEBUG:-}" ] && dmesg_since "$m" |

@@ -954,9 +954,18 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 			 min_t(u64, div_u64(drain, NSEC_PER_MSEC) +
 				    l->queue_us / USEC_PER_MSEC,
 			       RBOND_HB_QUEUE_MS);
+		/*
+		 * Nothing of this QP's to fail over on a rail it does not
+		 * use - nor to say so: a rail that rejoins is judged once its
+		 * member is published (test_pair_failover.sh case 4: "no
+		 * heartbeat from 10.0.1.2 for 11132 ms" between "rail 0
+		 * rejoins" and "back in use", by a connection stale since the
+		 * peer's outage)
+		 */
+		if (silent && !(qp->s.rails_up & BIT(r)))
+			continue;
 		rbond_hb_note(bond, r, ra, l, silent);
-		if (!silent || !(qp->s.rails_up & BIT(r)) ||
-		    !rbond_fo_mark(qp, r, RBOND_FAIL_SILENT))
+		if (!silent || !rbond_fo_mark(qp, r, RBOND_FAIL_SILENT))
 			continue;
 		/* the failure dates from the peer's last message */
 		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -

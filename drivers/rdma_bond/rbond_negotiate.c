@@ -489,14 +489,19 @@ static unsigned long rbond_mq_publish_rails(struct rbond_mqp *mq,
 	 * Every WQE so far was accounted and signaled (rbond_post_chunk):
 	 * the scheduler orders the next ones after them, no idle point needed.
 	 */
+	/*
+	 * The home joined with the QP's first rails, not with every rejoin;
+	 * under sq_lock with rails_up: the heartbeat's watchdog reads both
+	 * (rbond_fo_hb_one()) and must not see a rail up with the time of
+	 * its previous join
+	 */
+	for (i = 0; i < RBOND_MAX_RAILS; i++)
+		if ((rails & BIT(i)) && (i != qp->home || !mq->joined_at[i]))
+			WRITE_ONCE(mq->joined_at[i], jiffies);
 	qp->s.rails_up |= rails;
 	WRITE_ONCE(mq->up, true);
 	spin_unlock(&qp->sq_lock);
 	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
-	/* the home joined with the QP's first rails, not with every rejoin */
-	for (i = 0; i < RBOND_MAX_RAILS; i++)
-		if ((rails & BIT(i)) && (i != qp->home || !mq->joined_at[i]))
-			WRITE_ONCE(mq->joined_at[i], jiffies);
 	return rails & ~BIT(qp->home);
 }
 
@@ -1198,9 +1203,20 @@ void rbond_mq_work(struct work_struct *work)
 		if (mq->conn) {
 			enum rbond_conn_state st = READ_ONCE(mq->conn->state);
 
-			if (st == RBOND_CONN_FAILED || st == RBOND_CONN_DEAD ||
+			if (st == RBOND_CONN_FAILED ||
 			    ++mq->tries > RBOND_MQ_MAX_TRIES) {
 				rbond_mq_set_state(mq, RBOND_NEG_SINGLE);
+			} else if (st == RBOND_CONN_DEAD) {
+				/*
+				 * it died under our QP_REQs (its peer end had
+				 * gone, our retries ran out): connect anew -
+				 * a dead rail's probe fails, and we give up
+				 */
+				ibdev_dbg(&bond->ibdev,
+					  "QP 0x%x: control connection to %pI4 died while asking: connecting anew\n",
+					  mq->qp->ibqp.qp_num, &peer_addr);
+				rbond_conn_put(mq->conn);
+				mq->conn = NULL;
 			} else if (st == RBOND_CONN_UP && rbond_mq_deaf(mq)) {
 				/* the next pass connects anew */
 			} else if (st == RBOND_CONN_UP) {
