@@ -557,12 +557,18 @@ static bool rbond_fo_mark_home(struct rbond_qp *qp, u8 reason)
 	    (READ_ONCE(mq->state) != RBOND_NEG_UP &&
 	     READ_ONCE(mq->state) != RBOND_NEG_AGREED) || !qp->member[h] ||
 	    !(qp->s.rails_up & BIT(h)) || rbond_fo_home_target(qp) < 0) {
+		u32 why = BIT(31) | (qp->fo_rails << 16) | qp->s.rails_up;
+
+		if (why == mq->home_stuck)
+			return false;
+		mq->home_stuck = why;
 		ibdev_dbg(&mq->bond->ibdev,
 			  "QP 0x%x: home rail %u cannot move: srq %d up %d rails_up 0x%lx fo_rails 0x%lx\n",
 			  qp->ibqp.qp_num, h, !!qp->srq, READ_ONCE(mq->up),
 			  qp->s.rails_up, qp->fo_rails);
 		return false;
 	}
+	mq->home_stuck = 0;
 	qp->s.rails_up &= ~BIT(h);
 	qp->fo_rails |= BIT(h);
 	mq->fo_qpn[h] = qp->member[h]->qp_num;
@@ -2153,6 +2159,7 @@ void rbond_fo_mq_reset(struct rbond_mqp *mq)
 	mq->rejoin_sent = 0;
 	memset(mq->rejoin_backoff, 0, sizeof(mq->rejoin_backoff));
 	memset(mq->joined_at, 0, sizeof(mq->joined_at));
+	mq->home_stuck = 0;
 	memset(mq->fo_sent, 0, sizeof(mq->fo_sent));
 	WRITE_ONCE(mq->mv_active, false);
 	WRITE_ONCE(mq->mv_fenced, false);

@@ -245,6 +245,12 @@ struct rbond_mqp {
 	unsigned long rejoin_at[RBOND_MAX_RAILS];
 	unsigned int rejoin_backoff[RBOND_MAX_RAILS];	/* ms */
 	unsigned long joined_at[RBOND_MAX_RAILS];	/* jiffies */
+	/*
+	 * Why the home could not move, as last logged (rails_up and
+	 * fo_rails, rbond_fo_mark_home(), sq_lock): said once, not at
+	 * every watchdog pass of a silence
+	 */
+	u32 home_stuck;
 };
 
 struct rbond_rkey {
