@@ -1240,16 +1240,38 @@ bool rbond_ctrl_silence(struct rbond_conn *conn, unsigned int *ms,
  * @queue_us: our queue's drain time on its rail, in us (struct rbond_msg)
  *
  * Due heartbeat_ms after the last one (none if 0), while fewer than
- * RBOND_CTRL_HB_INFLIGHT are not acknowledged.
+ * RBOND_CTRL_HB_INFLIGHT are not acknowledged.  A connection whose peer
+ * sent heartbeats and then none for RBOND_CTRL_HB_DEAD_MS is half-open:
+ * it is taken down instead.
  * Context: any (takes conn->lock, irqsave).
  */
 void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us)
 {
 	unsigned int ms = READ_ONCE(rbond_hb_ms);
 	struct rbond_msg msg = {};
+	unsigned int silent;
 
-	if (!ms || READ_ONCE(conn->state) != RBOND_CONN_UP ||
-	    time_before(jiffies, READ_ONCE(conn->hb_sent) +
+	if (!ms || READ_ONCE(conn->state) != RBOND_CONN_UP)
+		return;
+	/*
+	 * A peer that sends heartbeats sends one every @ms on every
+	 * connection whose end it still has: silent this long, its end is
+	 * gone (torn down while its port or ours was down) and ours is
+	 * half-open - it would take our requests into the void and its
+	 * silence would judge the rail whenever it is used again.  It goes
+	 * as if the peer had disconnected (its teardown waits for our port);
+	 * the next user connects anew.  Well after any silence verdict
+	 * (failover_silent_ms plus the queues, rbond_fo_hb_one()).
+	 */
+	silent = jiffies_to_msecs(jiffies - READ_ONCE(conn->hb_rx));
+	if (READ_ONCE(conn->hb_seen) &&
+	    silent > max(RBOND_CTRL_HB_DEAD_MS, RBOND_CTRL_HB_DEAD_BEATS * ms)) {
+		pr_debug("control connection %pI4 -> %pI4: no heartbeat for %u ms: its peer end is gone\n",
+			 &conn->laddr, &conn->raddr, silent);
+		rbond_conn_fail(conn, false);
+		return;
+	}
+	if (time_before(jiffies, READ_ONCE(conn->hb_sent) +
 				 msecs_to_jiffies(ms)))
 		return;
 	msg.hb.queue_us = cpu_to_be32(queue_us);

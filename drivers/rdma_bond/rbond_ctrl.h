@@ -32,6 +32,12 @@
 #define RBOND_CTRL_HB_INFLIGHT	8
 #define RBOND_CTRL_HB_MAX_QUEUE_US (2 * USEC_PER_SEC)	/* a peer's claim, at most */
 /*
+ * A connection whose peer, a heartbeat sender, has been silent this long
+ * (and at least this many of its intervals) has no peer end: it goes
+ */
+#define RBOND_CTRL_HB_DEAD_MS	5000U
+#define RBOND_CTRL_HB_DEAD_BEATS 20U
+/*
  * Only the peer's kernel module may speak on the control channel: the
  * active side binds a source port below PROT_SOCK (rdma_cm refuses those
  * without CAP_NET_BIND_SERVICE), the listener refuses any other.
