@@ -168,8 +168,9 @@ fo_case() {
 # move the QP's home to rail 1; nothing lost, duplicated or corrupted.
 home_case() {
 	local n=$1 brk=$2 hold=$3 label=$4 h0 rc pid mine peer us m s0 kept left al
-	local tfix= fb tfb
+	local tfix= fb tfb ho0 ho
 	h0=$(mrail_stat home_moves); al=$(mrail_stat atomics_lost)
+	ho0=$(mrail_stat ctrl_half_open)
 	m=$(dmesg_mark)
 	s0=$(rxe_retry_stats "rxe_${me}1")
 	stream_start "ph$n" 24 1
@@ -247,6 +248,15 @@ home_case() {
 					if (f[8] + 0 > max) print }' | head -n 1)
 			[ -z "$long" ]
 			log_test $? "$label: host $me judged no silence longer than the ${hold} s outage${long:+: $long}"
+			# the faulted host heard nothing on its rail-0
+			# connections for the outage: longer than 5 s, they
+			# have no peer end (the peer's sends failed) and go,
+			# not left half-open for the next QP (case 7)
+			if [ "$me" = "$brk" ]; then
+				ho=$(( $(mrail_stat ctrl_half_open) - ho0 ))
+				[ "$ho" -gt 0 ]
+				log_test $? "$label: host $me took down its half-open control connections ($ho)"
+			fi
 		fi
 		[ -n "$tfix" ] && [ -n "$tfb" ] &&
 			log "BENCH $label: home rail repaired to its failback $(ms_between "$tfix" "$tfb") ms on host $me (kernel clock)"

@@ -525,6 +525,20 @@ void rbond_ctrl_conn_kill(struct rbond_conn *conn)
 	rbond_conn_fail(conn, false);
 }
 
+/**
+ * rbond_ctrl_conn_half_open() - take down a connection whose peer end is
+ * gone
+ * @conn: the connection, up on our side, silent on the peer's
+ *
+ * As rbond_ctrl_conn_kill(), counted (mrail_stats: ctrl_half_open).
+ * Context: any context.
+ */
+void rbond_ctrl_conn_half_open(struct rbond_conn *conn)
+{
+	atomic64_inc(&rbond_ctrl_stats.half_open);
+	rbond_conn_fail(conn, false);
+}
+
 /* --- messages ------------------------------------------------------------- */
 
 /**
@@ -1268,7 +1282,7 @@ void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us)
 	    silent > max(RBOND_CTRL_HB_DEAD_MS, RBOND_CTRL_HB_DEAD_BEATS * ms)) {
 		pr_debug("control connection %pI4 -> %pI4: no heartbeat for %u ms: its peer end is gone\n",
 			 &conn->laddr, &conn->raddr, silent);
-		rbond_conn_fail(conn, false);
+		rbond_ctrl_conn_half_open(conn);
 		return;
 	}
 	if (time_before(jiffies, READ_ONCE(conn->hb_sent) +

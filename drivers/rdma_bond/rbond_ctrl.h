@@ -138,6 +138,7 @@ struct rbond_ctrl_ops {
 struct rbond_ctrl_stats {
 	atomic64_t probes_failed;
 	atomic64_t bad_msgs;
+	atomic64_t half_open;	/* taken down: the peer's end was gone */
 };
 
 extern struct rbond_ctrl_stats rbond_ctrl_stats;
@@ -154,6 +155,7 @@ struct rbond_conn *rbond_ctrl_connect_now(__be32 laddr, __be32 raddr);
 void rbond_ctrl_forget_failed(__be32 laddr);
 void rbond_ctrl_forget_addr(__be32 addr);
 void rbond_ctrl_conn_kill(struct rbond_conn *conn);
+void rbond_ctrl_conn_half_open(struct rbond_conn *conn);
 void rbond_ctrl_remove_device(struct ib_device *dev);
 struct rbond_conn_iter {
 	void (*fn)(struct rbond_conn *conn, void *arg);

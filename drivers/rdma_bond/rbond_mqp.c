@@ -43,7 +43,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\nhome_moves %lld\natomics_lost %lld\nhome_primes %lld\nhome_prime_fails %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\nhome_moves %lld\natomics_lost %lld\nhome_primes %lld\nhome_prime_fails %lld\nctrl_half_open %lld\n",
 			  atomic64_read(&rbond_ctrl_stats.probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -68,7 +68,8 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->home_moves),
 			  atomic64_read(&s->atomics_lost),
 			  atomic64_read(&s->home_primes),
-			  atomic64_read(&s->home_prime_fails));
+			  atomic64_read(&s->home_prime_fails),
+			  atomic64_read(&rbond_ctrl_stats.half_open));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {

@@ -946,7 +946,7 @@ static bool rbond_mq_deaf(struct rbond_mqp *mq)
 	ibdev_dbg(&mq->bond->ibdev,
 		  "QP 0x%x: no QP_RSP on the control connection to %pI4 in %u tries: connecting anew\n",
 		  mq->qp->ibqp.qp_num, &mq->conn->raddr, mq->tries);
-	rbond_ctrl_conn_kill(mq->conn);
+	rbond_ctrl_conn_half_open(mq->conn);
 	rbond_conn_put(mq->conn);
 	mq->conn = NULL;
 	return true;
