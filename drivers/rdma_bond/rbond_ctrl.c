@@ -1264,6 +1264,7 @@ void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us)
 	unsigned int ms = READ_ONCE(rbond_hb_ms);
 	struct rbond_msg msg = {};
 	unsigned int silent;
+	u32 q;
 
 	if (!ms || READ_ONCE(conn->state) != RBOND_CONN_UP)
 		return;
@@ -1277,8 +1278,7 @@ void rbond_ctrl_heartbeat(struct rbond_conn *conn, u32 queue_us)
 	 * the next user connects anew.  Well after any silence verdict
 	 * (failover_silent_ms plus the queues, rbond_fo_hb_one()).
 	 */
-	silent = jiffies_to_msecs(jiffies - READ_ONCE(conn->hb_rx));
-	if (READ_ONCE(conn->hb_seen) &&
+	if (rbond_ctrl_silence(conn, &silent, &q) &&
 	    silent > max(RBOND_CTRL_HB_DEAD_MS, RBOND_CTRL_HB_DEAD_BEATS * ms)) {
 		pr_debug("control connection %pI4 -> %pI4: no heartbeat for %u ms: its peer end is gone\n",
 			 &conn->laddr, &conn->raddr, silent);

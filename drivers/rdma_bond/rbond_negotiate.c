@@ -486,10 +486,6 @@ static unsigned long rbond_mq_publish_rails(struct rbond_mqp *mq,
 	spin_unlock(&qp->rq_post_lock);
 	spin_lock(&qp->sq_lock);
 	/*
-	 * Every WQE so far was accounted and signaled (rbond_post_chunk):
-	 * the scheduler orders the next ones after them, no idle point needed.
-	 */
-	/*
 	 * The home joined with the QP's first rails, not with every rejoin;
 	 * under sq_lock with rails_up: the heartbeat's watchdog reads both
 	 * (rbond_fo_hb_one()) and must not see a rail up with the time of
@@ -498,6 +494,10 @@ static unsigned long rbond_mq_publish_rails(struct rbond_mqp *mq,
 	for (i = 0; i < RBOND_MAX_RAILS; i++)
 		if ((rails & BIT(i)) && (i != qp->home || !mq->joined_at[i]))
 			WRITE_ONCE(mq->joined_at[i], jiffies);
+	/*
+	 * Every WQE so far was accounted and signaled (rbond_post_chunk):
+	 * the scheduler orders the next ones after them, no idle point needed.
+	 */
 	qp->s.rails_up |= rails;
 	WRITE_ONCE(mq->up, true);
 	spin_unlock(&qp->sq_lock);
