@@ -62,10 +62,7 @@
 #   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0,1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/progs/lib_provider.sh"
-prov_mrail
-RATE=${FO_RATE:-40mbit}
-N=${FO_N:-24}
-for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done
+prov_fo_up "${FO_RATE:-40mbit}" "${FO_N:-24}"
 H=/sys/module/rdma_bond/parameters/home_failover
 [ -w $H ] || fail "no home_failover parameter"
 

@@ -426,6 +426,10 @@ static void rbond_fo_rail_back_one(struct rbond_mqp *mq, void *arg)
 {
 	struct rbond_fo_walk *a = arg;
 
+	ibdev_dbg(&mq->bond->ibdev,
+		  "QP 0x%x: rail %u up: failed 0x%lx failing 0x%lx rejoining 0x%lx\n",
+		  mq->qp->ibqp.qp_num, a->rail, READ_ONCE(mq->fo_failed),
+		  READ_ONCE(mq->fo_want), READ_ONCE(mq->rejoin));
 	if (!test_bit(a->rail, &mq->fo_failed) &&
 	    !test_bit(a->rail, &mq->fo_want))
 		return;
@@ -453,8 +457,12 @@ void rbond_fo_rail_work(struct work_struct *work)
 	__be32 addr;
 
 	for_each_set_bit(r, &back, RBOND_MAX_RAILS) {
-		if (!READ_ONCE(bond->rails[r].active))
+		if (!READ_ONCE(bond->rails[r].active)) {
+			ibdev_dbg(&bond->ibdev,
+				  "rail %u: port down again before its QPs took it back\n",
+				  r);
 			continue;
+		}
 		mutex_lock(&bond->lock);
 		addr = bond->rails[r].ndev ? rbond_ndev_ipv4(bond->rails[r].ndev) :
 					     0;
@@ -1677,6 +1685,60 @@ void rbond_fo_home_prepare(struct rbond_mqp *mq)
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	if (nh >= 0)
 		rbond_fo_home_conn(mq, nh, false);
+}
+
+/* at most one new control connection per QP in this time */
+#define RBOND_FO_RENEW_GAP	msecs_to_jiffies(5 * RBOND_MQ_RETRY_MS)
+
+/**
+ * rbond_fo_conn_renew() - a new control connection for a QP whose own died
+ * @mq: the multi-rail QP, up
+ *
+ * Its connection went with the peer's end of it (a half-open rule, or the
+ * control QP's retries ran out while a port was down): the QP's rejoins,
+ * FENCEs about extra rails and remote keys would go nowhere for good.  A
+ * new one between the rails of its home now (the peer is a bond: past the
+ * negative cache), swapped in under the post locks, which every reader of
+ * mq->conn on the data path holds (rbond_rkey_classify()), as a home move
+ * does.  Not while the home moves: the move brings its own.
+ * Locks: mq->lock held.  Process context (connects).
+ */
+void rbond_fo_conn_renew(struct rbond_mqp *mq)
+{
+	struct rbond_qp *qp = mq->qp;
+	struct rbond_conn *old = mq->conn, *conn;
+	enum rbond_conn_state st;
+	unsigned long flags;
+	__be32 la, ra;
+
+	lockdep_assert_held(&mq->lock);
+	st = old ? READ_ONCE(old->state) : RBOND_CONN_DEAD;
+	if (mq->mv_active || (st != RBOND_CONN_DEAD && st != RBOND_CONN_FAILED) ||
+	    !rbond_fo_rail_addrs(mq, READ_ONCE(qp->home), &la, &ra))
+		return;
+	/* one that fails at once (no route) must not spin with its kick */
+	if (mq->renewed_at &&
+	    time_before(jiffies, mq->renewed_at + RBOND_FO_RENEW_GAP)) {
+		rbond_mq_kick_later(mq, mq->renewed_at + RBOND_FO_RENEW_GAP -
+					jiffies);
+		return;
+	}
+	mq->renewed_at = jiffies | 1;
+	conn = rbond_ctrl_connect_now(la, ra);
+	if (!conn)
+		return;
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	spin_lock(&qp->scq->lock);
+	spin_lock(&qp->sq_lock);
+	mq->conn = conn;
+	spin_unlock(&qp->sq_lock);
+	spin_unlock(&qp->scq->lock);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+	atomic64_inc(&rbond_mstats.conn_renewed);
+	ibdev_dbg(&mq->bond->ibdev,
+		  "QP 0x%x: its control connection %pI4 -> %pI4 is gone: connecting anew\n",
+		  qp->ibqp.qp_num, &la, &ra);
+	rbond_conn_put(old);
 }
 
 /*

@@ -152,6 +152,8 @@ static void rbond_rail_event(struct ib_event_handler *handler,
 
 	if (event->element.port_num != rail->port)
 		return;
+	ibdev_dbg(&rail->bond->ibdev, "rail %td: %s\n",
+		  rail - rail->bond->rails, ib_event_msg(event->event));
 	switch (event->event) {
 	case IB_EVENT_PORT_ACTIVE:
 		WRITE_ONCE(rail->active, true);

@@ -43,7 +43,7 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 	struct rbond_mstats *s = &rbond_mstats;
 
 	return sysfs_emit(buf,
-			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\nhome_moves %lld\natomics_lost %lld\nhome_primes %lld\nhome_prime_fails %lld\nctrl_half_open %lld\n",
+			  "probes_failed %lld\nqp_up %lld\nrkey_hits %lld\nrkey_misses %lld\nrkey_invals %lld\ninval_timeouts %lld\nbad_msgs %lld\nstriped %lld\nchunks %lld\nwaits %lld\nqp_failed %lld\nfailovers %lld\nfailover_replayed %lld\nfailover_unfenced %lld\ndma_mapped %lld\ndma_unmapped %lld\nrejoin_probes %lld\nrejoin_probe_fails %lld\nprobe_recvs %lld\nprobe_recv_errors %lld\nupgrade_timeouts %lld\nhome_moves %lld\natomics_lost %lld\nhome_primes %lld\nhome_prime_fails %lld\nctrl_half_open %lld\nconn_renewed %lld\n",
 			  atomic64_read(&rbond_ctrl_stats.probes_failed),
 			  atomic64_read(&s->qp_up),
 			  atomic64_read(&s->rkey_hits),
@@ -69,7 +69,8 @@ static int rbond_mstats_get(char *buf, const struct kernel_param *kp)
 			  atomic64_read(&s->atomics_lost),
 			  atomic64_read(&s->home_primes),
 			  atomic64_read(&s->home_prime_fails),
-			  atomic64_read(&rbond_ctrl_stats.half_open));
+			  atomic64_read(&rbond_ctrl_stats.half_open),
+			  atomic64_read(&s->conn_renewed));
 }
 
 static const struct kernel_param_ops rbond_mstats_ops = {
@@ -514,6 +515,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	conn = mq->conn;
 	mq->conn = NULL;
 	mq->conn_heard = false;
+	mq->renewed_at = 0;
 
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->have_rtr = false;
@@ -1041,8 +1043,11 @@ int rbond_mrail_fill_res(struct sk_buff *msg, struct rbond_qp *qp)
 	return 0;
 }
 
-/* An active connection is up: the QPs waiting for it go on. */
-static void rbond_mrail_conn_up(struct rbond_conn *conn)
+/*
+ * The QPs whose control connection @conn is go on: it is up (they waited
+ * for it), or down (rbond_fo_conn_renew() gives them a new one).
+ */
+static void rbond_mrail_conn_kick(struct rbond_conn *conn, bool up)
 {
 	struct rbond_mqp *mq;
 	unsigned int bkt;
@@ -1052,10 +1057,15 @@ static void rbond_mrail_conn_up(struct rbond_conn *conn)
 		if (mq->conn == conn) {
 			rbond_mq_kick(mq, 0);
 			/* WQEs that wait for keys on the moved connection */
-			if (READ_ONCE(mq->home_moved))
+			if (up && READ_ONCE(mq->home_moved))
 				rbond_qp_kick(mq->qp);
 		}
 	mutex_unlock(&rbond_mq_mutex);
+}
+
+static void rbond_mrail_conn_up(struct rbond_conn *conn)
+{
+	rbond_mrail_conn_kick(conn, true);
 }
 
 /* --- the control channel's handlers ------------------------------------------ */
@@ -1063,6 +1073,7 @@ static void rbond_mrail_conn_up(struct rbond_conn *conn)
 static void rbond_mrail_conn_down(struct rbond_conn *conn)
 {
 	rbond_inval_wake(conn);
+	rbond_mrail_conn_kick(conn, false);
 }
 
 static const struct rbond_ctrl_ops rbond_mrail_ctrl_ops = {

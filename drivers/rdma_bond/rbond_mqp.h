@@ -144,6 +144,7 @@ struct rbond_mqp {
 	struct rbond_conn *conn;	/* our active connection */
 	unsigned int tries;
 	bool conn_heard;		/* a QP_RSP came on conn */
+	unsigned long renewed_at;	/* rbond_fo_conn_renew(), jiffies */
 	wait_queue_head_t up_wq;	/* UP or SINGLE: rbond_mrail_wait_up() */
 	bool have_peer;
 	u8 peer_nrails;
@@ -309,6 +310,7 @@ int rbond_mq_post_prime(struct rbond_mqp *mq, unsigned int i,
 void rbond_fo_mq_init(struct rbond_mqp *mq);
 void rbond_fo_mq_reset(struct rbond_mqp *mq);
 void rbond_fo_home_prepare(struct rbond_mqp *mq);
+void rbond_fo_conn_renew(struct rbond_mqp *mq);
 void rbond_fo_want_rejoin(struct rbond_mqp *mq, unsigned int r,
 			  unsigned int delay_ms);
 void rbond_fo_member_event(struct ib_event *ev, void *ctx);

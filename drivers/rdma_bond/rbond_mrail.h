@@ -97,6 +97,7 @@ struct rbond_mstats {
 	atomic64_t atomics_lost;	/* ran on a failed home, reply lost */
 	atomic64_t home_primes;		/* rbond_mrail_prime() READs done */
 	atomic64_t home_prime_fails;	/* ... that failed */
+	atomic64_t conn_renewed;	/* QPs given a new control connection */
 };
 
 extern struct rbond_mstats rbond_mstats;

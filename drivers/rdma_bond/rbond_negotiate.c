@@ -1187,8 +1187,10 @@ void rbond_mq_work(struct work_struct *work)
 	if (mq->state == RBOND_NEG_AGREED && mq->rejoin)
 		rbond_mq_rejoin_rtr(mq);
 	mutex_unlock(&bond->lock);
-	if (mq->state == RBOND_NEG_UP)
+	if (mq->state == RBOND_NEG_UP) {
+		rbond_fo_conn_renew(mq);
 		rbond_fo_home_prepare(mq);
+	}
 
 	/* Our own request, until the peer said yes (or we give up). */
 	if (mq->state == RBOND_NEG_UP && (mq->rejoin || mq->rejoin_tell))

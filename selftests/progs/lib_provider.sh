@@ -38,6 +38,15 @@ prov_mrail() {
 	echo 1 > $P/multirail || fail "cannot enable multirail"
 }
 
+# prov_fo_up RATE N: prov_mrail, then every rail shaped to RATE (sets
+# RATE, and N: the failover tests' 1 MiB chunks per rbond_verify phase)
+prov_fo_up() {
+	local d
+	prov_mrail
+	RATE=$1 N=$2
+	for d in a0 a1 b0 b1; do rail_shape $d "$RATE"; done
+}
+
 prov_up() {	# prov_up [both|a]: topology, module, bonds
 	topo_up || fail "topology"
 	rbond_install || fail "cannot install the module into the guest"

@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# topo: loop
+# time: 90
+#
+# A multi-rail QP whose control connection dies gets a new one
+# (Documentation/rdma_bond.rst, "Control channel").  rbond_verify and
+# rbond_stream run bond<->bond over both rails; with heartbeats on and no
+# silence verdict (failover_silent_ms 0), the control connections over
+# rail 0 (every QP's home) are cut for 6 s: a u32 filter on both rail-0
+# egresses drops the RoCE packets whose BTH destination QPN is a control
+# QP's (rdma res show cm_id).  Their peers fall silent, and the half-open
+# rule (or the control QPs' retries) take them down; each QP connects anew
+# (mrail_stats conn_renewed).  Then rail 1 goes down for 8 s: the QPs'
+# FENCEs go over the new connection, both hosts fail over, nothing is lost.
+# Before the renewal existed, a QP kept its dead connection: the FENCE went
+# nowhere and its WQEs on rail 1 failed 3 s after the link went down
+# ("peer did not fence it: its WQEs fail"), the programs with them.
+#
+#   host A  rbond0 = [rxe_a0, rxe_a1]  <== rails 0,1 ==>  host B  rbond1 = [rxe_b0, rxe_b1]
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progs/lib_provider.sh"
+prov_fo_up "${CR_RATE:-40mbit}" "${CR_N:-24}"
+CTRL_PORT=$(cat $P/ctrl_port 2>/dev/null || echo 18515)
+
+# ctrl_qpns DEV: the QPNs of rdma_bond's connected control QPs on DEV
+ctrl_qpns() {
+	rdma res show cm_id link "$1/1" 2>/dev/null | grep ":$CTRL_PORT" |
+		awk '{ for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
+}
+# ctrl_cut SECS: drop what goes to those QPs over rail 0, both ways, for
+# SECS seconds; prints how many QPs were cut
+ctrl_cut() {
+	local q n=0 dst dev
+	for dev in a0 b0; do tc qdisc add dev $dev clsact || return 1; done
+	for dst in a b; do
+		dev=b0; [ $dst = b ] && dev=a0
+		for q in $(ctrl_qpns rxe_${dst}0); do
+			tc filter add dev $dev egress protocol ip prio 1 u32 \
+				match ip protocol 17 0xff match ip dport 4791 0xffff \
+				match u32 "$(printf 0x%08x "$q")" 0x00ffffff at 32 \
+				action drop || return 1
+			n=$((n + 1))
+		done
+	done
+	echo $n
+	sleep "$1"
+	for dev in a0 b0; do tc qdisc del dev $dev clsact; done
+}
+
+HB0=$(cat $P/heartbeat_ms)
+echo 100 > $P/heartbeat_ms
+for b in rbond0 rbond1; do
+	S0[${b: -1}]=$(cat /sys/class/infiniband/$b/bond/failover_silent_ms)
+	echo 0 > /sys/class/infiniband/$b/bond/failover_silent_ms
+done
+
+m=$(dmesg_mark)
+r0=$(mrail_stat conn_renewed); h0=$(mrail_stat ctrl_half_open)
+a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
+prov_fo_start /tmp/cr 24
+wait_striping || log "rail 1 never carried data"
+n=$(ctrl_cut 6)
+log "control QPs cut on rail 0 for 6 s: ${n:-none}; half-open taken down $(($(mrail_stat ctrl_half_open) - h0)), QPs given a new connection $(($(mrail_stat conn_renewed) - r0))"
+[ "${n:-0}" -gt 0 ]
+log_test $? "the control connections' QPs were found and cut ($n)"
+# the renewal waits out its 1 s gap at most
+for i in $(seq 30); do
+	[ "$(mrail_stat conn_renewed)" -gt "$r0" ] && break
+	sleep 0.1
+done
+[ "$(mrail_stat conn_renewed)" -gt "$r0" ]
+log_test $? "QPs whose control connection died connected anew (conn_renewed +$(($(mrail_stat conn_renewed) - r0)))"
+sleep 1
+rail_down a1
+log "rail 1 down at $(date +%T)"
+sleep 8
+rail_up a1
+wait $VPID; vrc=$?
+wait $SPID; src=$?
+[ $vrc = 0 ] || tail -n 5 /tmp/cr_v /tmp/cr_v.srv | sed 's/^/#   /'
+[ $vrc = 0 ]
+log_test $? "rbond_verify intact across the cut and the rail's failure (rc $vrc)"
+prov_stream_report /tmp/cr_s $src
+stream_ok $src 0 "control connection renewed"
+log_test $? "rbond_stream: SENDs in order, none lost or duplicated, data intact (rc $src)"
+a1=$(rdma_hw_stat rbond0 rail1_failovers); b1=$(rdma_hw_stat rbond1 rail1_failovers)
+[ "$a1" -gt "$a0" ] && [ "$b1" -gt "$b0" ]
+log_test $? "both bonds failed over from rail 1 (rbond0 +$((a1 - a0)), rbond1 +$((b1 - b0)))"
+dmesg_since "$m" | grep -E 'peer did not fence|rail 1 failed over' | sed 's/^/# /'
+! dmesg_since "$m" | grep -q 'peer did not fence'
+log_test $? "every FENCE was answered (no 'peer did not fence it')"
+
+echo "$HB0" > $P/heartbeat_ms
+for b in rbond0 rbond1; do
+	echo "${S0[${b: -1}]}" > /sys/class/infiniband/$b/bond/failover_silent_ms
+done
+for d in a0 a1 b0 b1; do rail_unshape $d; done
+exit $ret
