@@ -183,8 +183,13 @@ home_case() {
 		log "$label: rail 1 not in use before the fault: $(qp_mrail rbond0 | grep multirail)"
 	fi
 	pair_sync "ph$n.r1" 30
-	# the QP 3 s into the fault (shown if the home did not move)
+	# the QP 3 s into the fault (shown if the home did not move), and
+	# the rails and the QP 7 s after an outage (shown if no failback)
 	{ sleep 3; qp_mrail rbond0 | grep multirail > "/tmp/ph$n.qps"; } &
+	rm -f "/tmp/ph$n.fbq"
+	[ "$hold" != good ] && { sleep $((hold + 7))
+		{ tr '\n' ';' < /sys/class/infiniband/rbond0/bond/rails
+		  qp_mrail rbond0 | grep multirail; } > "/tmp/ph$n.fbq"; } &
 	if [ "$me" = "$brk" ]; then
 		rail_down "${me}0"
 		log "$label: ${me}0 (home) down at $(date +%T.%N | cut -c1-12)"
@@ -222,6 +227,8 @@ home_case() {
 		if [ "$rc" = 0 ]; then
 			[ -n "$fb" ]
 			log_test $? "$label: host $me took the old home rail back before the stream ended (failback)"
+			[ -n "$fb" ] ||
+				log "$label: $((hold + 7)) s into the fault: rails $(tr '\n' ' ' < "/tmp/ph$n.fbq" 2>/dev/null)"
 		else
 			# the lost-atomic outcome ended it: no QP left to take
 			# the rail back (CI, 6.12: FETCH_ADD 29's reply lost)

@@ -389,8 +389,10 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 	rbond_sched_done(&qp->s, e);
 	e->status = mwc->status;
 	e->vendor_err = mwc->vendor_err;
-	if (mwc->status == IB_WC_SUCCESS)
+	if (mwc->status == IB_WC_SUCCESS) {
 		e->byte_len = mwc->byte_len;
+		qp->s.acked[rail] = jiffies;	/* the heartbeat's too */
+	}
 	e->flags |= RBOND_SWQE_DONE;
 
 	/*

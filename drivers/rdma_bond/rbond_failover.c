@@ -910,8 +910,7 @@ static bool rbond_fo_rail_addrs(struct rbond_mqp *mq, unsigned int r,
 
 /* A silent peer on a rail of @bond: logged once per silence. */
 static void rbond_hb_note(struct rbond_dev *bond, unsigned int r,
-			  __be32 raddr, const struct rbond_hb_link *l,
-			  bool silent)
+			  __be32 raddr, unsigned int silent_ms, bool silent)
 {
 	struct rbond_rail *rail = &bond->rails[r];
 
@@ -919,7 +918,7 @@ static void rbond_hb_note(struct rbond_dev *bond, unsigned int r,
 		WRITE_ONCE(rail->silent_peer, raddr);
 		ibdev_warn(&bond->ibdev,
 			   "rail %u: no heartbeat from %pI4 for %u ms: its QPs with that peer fail over\n",
-			   r, &raddr, l->silent_ms);
+			   r, &raddr, silent_ms);
 	} else if (!silent && READ_ONCE(rail->silent_peer) == raddr) {
 		WRITE_ONCE(rail->silent_peer, 0);
 		ibdev_info(&bond->ibdev, "rail %u: %pI4 heard again\n", r,
@@ -937,7 +936,7 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 	struct rbond_dev *bond = mq->bond;
 	u32 silent_ms = READ_ONCE(bond->silent_ms);
 	struct rbond_hb_link *l;
-	unsigned int r, i;
+	unsigned int r, i, heard;
 	__be32 la, ra;
 	u64 drain;
 	bool silent;
@@ -964,7 +963,18 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 		if (l->silent_ms > jiffies_to_msecs(jiffies -
 					READ_ONCE(mq->joined_at[r])))
 			continue;
-		silent = l->silent_ms > silent_ms +
+		/*
+		 * The peer acknowledged this QP's work on the rail since its
+		 * last message reached us: it is there.  Its heartbeat may
+		 * wait behind our data in a long queue (a rejoined rail's
+		 * drain is not measured yet: "no heartbeat ... for 516 ms"
+		 * 0.66 s after a rejoin, 6.12 pair).
+		 */
+		heard = l->silent_ms;
+		if (qp->s.acked[r])
+			heard = min(heard,
+				    jiffies_to_msecs(jiffies - qp->s.acked[r]));
+		silent = heard > silent_ms +
 			 min_t(u64, div_u64(drain, NSEC_PER_MSEC) +
 				    l->queue_us / USEC_PER_MSEC,
 			       RBOND_HB_QUEUE_MS);
@@ -978,12 +988,12 @@ static void rbond_fo_hb_one(struct rbond_mqp *mq, struct rbond_hb_walk *w)
 		 */
 		if (silent && !(qp->s.rails_up & BIT(r)))
 			continue;
-		rbond_hb_note(bond, r, ra, l, silent);
+		rbond_hb_note(bond, r, ra, heard, silent);
 		if (!silent || !rbond_fo_mark(qp, r, RBOND_FAIL_SILENT))
 			continue;
-		/* the failure dates from the peer's last message */
+		/* the failure dates from the peer's last sign */
 		WRITE_ONCE(mq->fo_since[r], mq->fo_t0[r] -
-			   (u64)l->silent_ms * NSEC_PER_MSEC);
+			   (u64)heard * NSEC_PER_MSEC);
 	}
 }
 

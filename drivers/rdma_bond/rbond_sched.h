@@ -87,6 +87,8 @@ struct rbond_sched {
 	u32 rr;
 	/* jiffies: last completion, or start of a busy period (failover) */
 	unsigned long progress[RBOND_MAX_RAILS];
+	/* jiffies: last successful member completion (the peer acked) */
+	unsigned long acked[RBOND_MAX_RAILS];
 	/* relaxed WQEs kept to one rail by other classes: since, draining */
 	unsigned long solo_since;
 	bool draining;
