@@ -189,6 +189,7 @@ home_case() {
 	rm -f "/tmp/ph$n.fbq"
 	[ "$hold" != good ] && { sleep $((hold + 7))
 		{ tr '\n' ';' < /sys/class/infiniband/rbond0/bond/rails
+		  rdma link show "rxe_${me}0/1" | tr '\n' ';'
 		  qp_mrail rbond0 | grep multirail; } > "/tmp/ph$n.fbq"; } &
 	if [ "$me" = "$brk" ]; then
 		rail_down "${me}0"
