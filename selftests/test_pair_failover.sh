@@ -161,6 +161,16 @@ fo_case() {
 	pair_sync "pf$n.done" 120
 }
 
+# d_tasks: the tasks in D state and where they wait (the kernel's stack)
+d_tasks() {
+	local p
+	for p in /proc/[0-9]*; do
+		grep -q '^State:.*D' "$p/status" 2>/dev/null || continue
+		echo "D: $(cat "$p/comm") $(head -n 8 "$p/stack" 2>/dev/null |
+			sed 's/^\[<[0-9a-f]*>\] //; s/+0x.*//' | tr '\n' ' ');"
+	done
+}
+
 # home_case N BREAKER HOLD LABEL: rbond_stream a -> b (its TCP over rail
 # 1); host BREAKER takes its rail 0 - every QP's home - down once rail 1
 # carries data, for HOLD seconds or ("good") until the stream ended.  The
@@ -189,8 +199,9 @@ home_case() {
 	rm -f "/tmp/ph$n.fbq"
 	[ "$hold" != good ] && { sleep $((hold + 7))
 		{ tr '\n' ';' < /sys/class/infiniband/rbond0/bond/rails
-		  rdma link show "rxe_${me}0/1" | tr '\n' ';'
-		  qp_mrail rbond0 | grep multirail; } > "/tmp/ph$n.fbq"; } &
+		  timeout 5 rdma link show "rxe_${me}0/1" | tr '\n' ';'
+		  qp_mrail rbond0 | grep multirail | tr '\n' ';'
+		  d_tasks; } > "/tmp/ph$n.fbq"; } &
 	if [ "$me" = "$brk" ]; then
 		rail_down "${me}0"
 		log "$label: ${me}0 (home) down at $(date +%T.%N | cut -c1-12)"

@@ -1697,7 +1697,7 @@ void rbond_fo_home_prepare(struct rbond_mqp *mq)
 		rbond_fo_home_conn(mq, nh, false);
 }
 
-/* at most one new control connection per QP in this time */
+/* a QP's control connection dead this long is replaced */
 #define RBOND_FO_RENEW_GAP	msecs_to_jiffies(5 * RBOND_MQ_RETRY_MS)
 
 /**
@@ -1707,8 +1707,9 @@ void rbond_fo_home_prepare(struct rbond_mqp *mq)
  * Its connection went with the peer's end of it (a half-open rule, or the
  * control QP's retries ran out while a port was down): the QP's rejoins,
  * FENCEs about extra rails and remote keys would go nowhere for good.  A
- * new one between the rails of its home now (the peer is a bond: past the
- * negative cache), swapped in under the post locks, which every reader of
+ * new one between the rails of its home RBOND_FO_RENEW_GAP after it was
+ * seen dead (the peer is a bond: past the negative cache), swapped in
+ * under the post locks, which every reader of
  * mq->conn on the data path holds (rbond_rkey_classify()), as a home move
  * does.  Not while the home moves: the move brings its own.
  * Locks: mq->lock held.  Process context (connects).
@@ -1723,17 +1724,33 @@ void rbond_fo_conn_renew(struct rbond_mqp *mq)
 
 	lockdep_assert_held(&mq->lock);
 	st = old ? READ_ONCE(old->state) : RBOND_CONN_DEAD;
-	if (mq->mv_active || (st != RBOND_CONN_DEAD && st != RBOND_CONN_FAILED) ||
+	if (st != RBOND_CONN_DEAD && st != RBOND_CONN_FAILED) {
+		mq->dead_seen = 0;
+		return;
+	}
+	/*
+	 * Nor when the home rail is failing: its connections go with it (a
+	 * removed device's first), and its move brings the QP a new one.
+	 */
+	if (mq->mv_active || READ_ONCE(qp->fo_rails) & BIT(READ_ONCE(qp->home)) ||
 	    !rbond_fo_rail_addrs(mq, READ_ONCE(qp->home), &la, &ra))
 		return;
-	/* one that fails at once (no route) must not spin with its kick */
-	if (mq->renewed_at &&
-	    time_before(jiffies, mq->renewed_at + RBOND_FO_RENEW_GAP)) {
-		rbond_mq_kick_later(mq, mq->renewed_at + RBOND_FO_RENEW_GAP -
+	/*
+	 * Not at once: a device removal takes the rail's connections down
+	 * before it marks the home rail failing (rbond_client_remove()); and
+	 * one that fails at once (no route) must not spin with its kick.
+	 */
+	if (!mq->dead_seen) {
+		mq->dead_seen = jiffies | 1;
+		rbond_mq_kick_later(mq, RBOND_FO_RENEW_GAP);
+		return;
+	}
+	if (time_before(jiffies, mq->dead_seen + RBOND_FO_RENEW_GAP)) {
+		rbond_mq_kick_later(mq, mq->dead_seen + RBOND_FO_RENEW_GAP -
 					jiffies);
 		return;
 	}
-	mq->renewed_at = jiffies | 1;
+	mq->dead_seen = 0;
 	conn = rbond_ctrl_connect_now(la, ra);
 	if (!conn)
 		return;

@@ -515,7 +515,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	conn = mq->conn;
 	mq->conn = NULL;
 	mq->conn_heard = false;
-	mq->renewed_at = 0;
+	mq->dead_seen = 0;
 
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->have_rtr = false;

@@ -144,7 +144,7 @@ struct rbond_mqp {
 	struct rbond_conn *conn;	/* our active connection */
 	unsigned int tries;
 	bool conn_heard;		/* a QP_RSP came on conn */
-	unsigned long renewed_at;	/* rbond_fo_conn_renew(), jiffies */
+	unsigned long dead_seen;	/* conn seen dead (jiffies), or 0 */
 	wait_queue_head_t up_wq;	/* UP or SINGLE: rbond_mrail_wait_up() */
 	bool have_peer;
 	u8 peer_nrails;

@@ -643,8 +643,13 @@ static int rbond_post_one_send(struct rbond_qp *qp,
 	ret = rbond_wqe_decode(qp, wr, isge, &w);
 	if (ret)
 		return ret;
-	if (!qp->member[qp->home])
-		return -EINVAL;		/* home rail lost: QP in error */
+	/*
+	 * Home rail lost: the QP is in error - unless its home moves, whose
+	 * old member a device removal may take before the switch (the WQE
+	 * waits for the new home below)
+	 */
+	if (!READ_ONCE(qp->member[qp->home]) && !rbond_fo_home_moving(qp))
+		return -EINVAL;
 	cl = rbond_wqe_plan(qp, &w, &allowed, rkeys, &have_keys);
 
 	spin_lock(&qp->sq_lock);
