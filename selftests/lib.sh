@@ -582,6 +582,15 @@ dmesg_since() {
 # the kernel log line(s) on stdin (klog_s), and the ms from T0 to T1
 # (ms_between T0 T1)
 now_k() { cut -d' ' -f1 /proc/uptime; }
+# d_tasks: the tasks in D state and where they wait (the kernel's stack)
+d_tasks() {
+	local p
+	for p in /proc/[0-9]*; do
+		grep -q '^State:.*D' "$p/status" 2>/dev/null || continue
+		echo "D: $(cat "$p/comm") $(head -n 8 "$p/stack" 2>/dev/null |
+			sed 's/^\[<[0-9a-f]*>\] //; s/+0x.*//' | tr '\n' ' ');"
+	done
+}
 klog_s() { sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
 ms_between() { echo "($2 - $1) * 1000 / 1" | bc; }
 dmesg_check() {	# dmesg_check MARK: fail if the log since MARK has a report

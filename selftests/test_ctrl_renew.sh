@@ -55,11 +55,19 @@ for b in rbond0 rbond1; do
 	echo 0 > /sys/class/infiniband/$b/bond/failover_silent_ms
 done
 
+# the control channel's and the renewal's debug lines, for a failure's report
+DDC=/sys/kernel/debug/dynamic_debug/control
+DBG="file rbond_ctrl.c +p; file rbond_failover.c +p; file rbond_main.c +p"
+[ -w $DDC ] && echo "$DBG" > $DDC
+
 m=$(dmesg_mark)
 r0=$(mrail_stat conn_renewed); h0=$(mrail_stat ctrl_half_open)
 a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
-prov_fo_start /tmp/cr 24
+# the stream runs until the faults are over (prov_stream_stop)
+prov_fo_start /tmp/cr 120
 wait_striping || log "rail 1 never carried data"
+kill -0 $SPID 2>/dev/null || log "the stream ended before the cut"
+log "control QPs cut at kernel clock $(now_k)"
 n=$(ctrl_cut 6)
 log "control QPs cut on rail 0 for 6 s: ${n:-none}; half-open taken down $(($(mrail_stat ctrl_half_open) - h0)), QPs given a new connection $(($(mrail_stat conn_renewed) - r0))"
 [ "${n:-0}" -gt 0 ]
@@ -69,28 +77,52 @@ for i in $(seq 30); do
 	[ "$(mrail_stat conn_renewed)" -gt "$r0" ] && break
 	sleep 0.1
 done
+if [ "$(mrail_stat conn_renewed)" -le "$r0" ]; then
+	# why not: the connections' state, the QPs', what waits in the kernel
+	rdma res show cm_id 2>/dev/null | grep ":$CTRL_PORT" | sed 's/^/#   /'
+	for b in rbond0 rbond1; do qp_mrail $b | sed "s/^/#   $b: /"; done
+	d_tasks | sed 's/^/#   /'
+	dmesg_since "$m" | grep -E 'rbond|rdma_bond|control conn' | tail -n 40 |
+		sed 's/^/#   /'
+fi
 [ "$(mrail_stat conn_renewed)" -gt "$r0" ]
 log_test $? "QPs whose control connection died connected anew (conn_renewed +$(($(mrail_stat conn_renewed) - r0)))"
 sleep 1
 rail_down a1
-log "rail 1 down at $(date +%T)"
+log "rail 1 down at $(date +%T) (kernel clock $(now_k))"
 sleep 8
 rail_up a1
+sleep 2
+prov_stream_stop rbond0
 wait $VPID; vrc=$?
 wait $SPID; src=$?
 [ $vrc = 0 ] || tail -n 5 /tmp/cr_v /tmp/cr_v.srv | sed 's/^/#   /'
 [ $vrc = 0 ]
 log_test $? "rbond_verify intact across the cut and the rail's failure (rc $vrc)"
 prov_stream_report /tmp/cr_s $src
-stream_ok $src 0 "control connection renewed"
-log_test $? "rbond_stream: SENDs in order, none lost or duplicated, data intact (rc $src)"
+stream_ok $src 0 "control connection renewed"; rc=$?
+# Open (Documentation/testing.rst, session of 2026-12-07): seen once on
+# 6.12 with the host loaded - soon after the renewal a rail-1 member erred,
+# and then the stream QP's home member went to error with flushes alone, as
+# a responder does on the peer's bad request; the QP failed natively
+# ("home member on rail 0 flushed, no rail fault"), its WQE flushed.
+if [ $rc != 0 ] &&
+   dmesg_since "$m" | grep -q 'home member on rail 0 flushed, no rail fault'; then
+	log_xfail $rc "open bug: the home member erred after the renewal (testing.rst, 2026-12-07)" \
+		"rbond_stream: SENDs in order, none lost or duplicated, data intact (rc $src)"
+else
+	log_test $rc "rbond_stream: SENDs in order, none lost or duplicated, data intact (rc $src)"
+fi
 a1=$(rdma_hw_stat rbond0 rail1_failovers); b1=$(rdma_hw_stat rbond1 rail1_failovers)
 [ "$a1" -gt "$a0" ] && [ "$b1" -gt "$b0" ]
 log_test $? "both bonds failed over from rail 1 (rbond0 +$((a1 - a0)), rbond1 +$((b1 - b0)))"
 dmesg_since "$m" | grep -E 'peer did not fence|rail 1 failed over' | sed 's/^/# /'
+[ "$src" = 0 ] || dmesg_since "$m" | grep -E 'rbond|rdma_bond' |
+	grep -vE 'heartbeat|QP_RSP' | tail -n 60 | sed 's/^/#   /'
 ! dmesg_since "$m" | grep -q 'peer did not fence'
 log_test $? "every FENCE was answered (no 'peer did not fence it')"
 
+[ -w $DDC ] && echo "${DBG//+p/-p}" > $DDC
 echo "$HB0" > $P/heartbeat_ms
 for b in rbond0 rbond1; do
 	echo "${S0[${b: -1}]}" > /sys/class/infiniband/$b/bond/failover_silent_ms

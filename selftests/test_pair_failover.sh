@@ -161,16 +161,6 @@ fo_case() {
 	pair_sync "pf$n.done" 120
 }
 
-# d_tasks: the tasks in D state and where they wait (the kernel's stack)
-d_tasks() {
-	local p
-	for p in /proc/[0-9]*; do
-		grep -q '^State:.*D' "$p/status" 2>/dev/null || continue
-		echo "D: $(cat "$p/comm") $(head -n 8 "$p/stack" 2>/dev/null |
-			sed 's/^\[<[0-9a-f]*>\] //; s/+0x.*//' | tr '\n' ' ');"
-	done
-}
-
 # home_case N BREAKER HOLD LABEL: rbond_stream a -> b (its TCP over rail
 # 1); host BREAKER takes its rail 0 - every QP's home - down once rail 1
 # carries data, for HOLD seconds or ("good") until the stream ended.  The

@@ -248,7 +248,7 @@ static void rbond_conn_release(struct kref *ref)
 static void rbond_conn_teardown(struct rbond_conn *conn)
 {
 	struct rdma_cm_id *id;
-	unsigned long flags;
+	unsigned long flags, t0;
 
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->state != RBOND_CONN_FAILED)
@@ -258,10 +258,18 @@ static void rbond_conn_teardown(struct rbond_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (!id)
 		return;
+	/*
+	 * Its users learn it first: the disconnect and the id's destruction
+	 * may wait (on the peer's answer, on rdma_cm's handler), and their
+	 * replacement need not wait with them.
+	 */
+	t0 = jiffies;
+	rbond_ctrl_ops->conn_down(conn);
 	rdma_disconnect(id);
 	rbond_conn_free_res(conn, id);
 	rdma_destroy_id(id);
-	rbond_ctrl_ops->conn_down(conn);
+	pr_debug("control connection %pI4 -> %pI4 torn down in %u ms\n",
+		 &conn->laddr, &conn->raddr, jiffies_to_msecs(jiffies - t0));
 }
 
 /* Queue the teardown; the queued work holds a reference. */

@@ -1699,6 +1699,8 @@ void rbond_fo_home_prepare(struct rbond_mqp *mq)
 
 /* a QP's control connection dead this long is replaced */
 #define RBOND_FO_RENEW_GAP	msecs_to_jiffies(5 * RBOND_MQ_RETRY_MS)
+/* at most this many doublings of the gap while new ones fail (32 s) */
+#define RBOND_FO_RENEW_BACKOFF	5U
 
 /**
  * rbond_fo_conn_renew() - a new control connection for a QP whose own died
@@ -1719,41 +1721,55 @@ void rbond_fo_conn_renew(struct rbond_mqp *mq)
 	struct rbond_qp *qp = mq->qp;
 	struct rbond_conn *old = mq->conn, *conn;
 	enum rbond_conn_state st;
-	unsigned long flags;
+	unsigned long flags, gap;
 	__be32 la, ra;
 
 	lockdep_assert_held(&mq->lock);
 	st = old ? READ_ONCE(old->state) : RBOND_CONN_DEAD;
 	if (st != RBOND_CONN_DEAD && st != RBOND_CONN_FAILED) {
 		mq->dead_seen = 0;
+		if (st == RBOND_CONN_UP)
+			mq->renew_fails = 0;
 		return;
 	}
 	/*
 	 * Nor when the home rail is failing: its connections go with it (a
 	 * removed device's first), and its move brings the QP a new one.
+	 * Whatever keeps it from connecting now, it tries again later: no
+	 * other event need come to kick it.
 	 */
 	if (mq->mv_active || READ_ONCE(qp->fo_rails) & BIT(READ_ONCE(qp->home)) ||
-	    !rbond_fo_rail_addrs(mq, READ_ONCE(qp->home), &la, &ra))
+	    !rbond_fo_rail_addrs(mq, READ_ONCE(qp->home), &la, &ra)) {
+		rbond_mq_kick_later(mq, RBOND_FO_RENEW_GAP);
 		return;
+	}
 	/*
 	 * Not at once: a device removal takes the rail's connections down
 	 * before it marks the home rail failing (rbond_client_remove()); and
 	 * one that fails at once (no route) must not spin with its kick.
+	 * Each new one that never came up doubles the wait (up to 32 s): a
+	 * peer gone for good is not probed every second.
 	 */
+	gap = RBOND_FO_RENEW_GAP << mq->renew_fails;
 	if (!mq->dead_seen) {
 		mq->dead_seen = jiffies | 1;
-		rbond_mq_kick_later(mq, RBOND_FO_RENEW_GAP);
+		rbond_mq_kick_later(mq, gap);
 		return;
 	}
-	if (time_before(jiffies, mq->dead_seen + RBOND_FO_RENEW_GAP)) {
-		rbond_mq_kick_later(mq, mq->dead_seen + RBOND_FO_RENEW_GAP -
-					jiffies);
+	if (time_before(jiffies, mq->dead_seen + gap)) {
+		rbond_mq_kick_later(mq, mq->dead_seen + gap - jiffies);
 		return;
 	}
 	mq->dead_seen = 0;
+	mq->renew_fails = min(mq->renew_fails + 1, RBOND_FO_RENEW_BACKOFF);
 	conn = rbond_ctrl_connect_now(la, ra);
-	if (!conn)
+	if (!conn) {
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: no new control connection %pI4 -> %pI4 yet\n",
+			  qp->ibqp.qp_num, &la, &ra);
+		rbond_mq_kick_later(mq, RBOND_FO_RENEW_GAP);
 		return;
+	}
 	spin_lock_irqsave(&qp->sq_post_lock, flags);
 	spin_lock(&qp->scq->lock);
 	spin_lock(&qp->sq_lock);

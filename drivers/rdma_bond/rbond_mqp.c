@@ -516,6 +516,7 @@ void rbond_mrail_qp_reset(struct rbond_qp *qp)
 	mq->conn = NULL;
 	mq->conn_heard = false;
 	mq->dead_seen = 0;
+	mq->renew_fails = 0;
 
 	spin_lock_irqsave(&mq->attr_lock, flags);
 	mq->have_rtr = false;

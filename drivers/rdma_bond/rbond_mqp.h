@@ -145,6 +145,7 @@ struct rbond_mqp {
 	unsigned int tries;
 	bool conn_heard;		/* a QP_RSP came on conn */
 	unsigned long dead_seen;	/* conn seen dead (jiffies), or 0 */
+	unsigned int renew_fails;	/* new connections that failed since */
 	wait_queue_head_t up_wq;	/* UP or SINGLE: rbond_mrail_wait_up() */
 	bool have_peer;
 	u8 peer_nrails;

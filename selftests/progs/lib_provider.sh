@@ -144,6 +144,17 @@ prov_fo_start() {
 		log "rbond_verify did not connect"
 }
 
+# prov_stream_stop DEV: the rbond_stream client on DEV ends its stream now
+# (SIGUSR1), as its time would have: a test started it with more time than
+# it needs and stops it once its faults are over, however slow the guest
+prov_stream_stop() {
+	local p
+	for p in $(pgrep -f "rbond_stream -d $1 "); do
+		[ "$(cat /proc/$p/comm 2>/dev/null)" = rbond_stream ] &&
+			kill -USR1 "$p"
+	done
+}
+
 # prov_bw_start SERVER CLIENT ITERS [TOOL [ARGS...]]: a perftest pair in
 # the background, 64 KiB, one QP unless ARGS say otherwise (sets SPID,
 # CPID; output in /tmp/prov_bw and /tmp/prov_bw.srv); prov_bw_wait: both

@@ -29,6 +29,9 @@
  * Options: -g GID_INDEX (1)  -p TCP_PORT (18515)  -s CHUNK (262144)
  *          -w WINDOW (8)  -t SECONDS (20)  -n COUNT (0: by time)
  *          -u ACK_TIMEOUT (18)  -R (MRs relaxed-ordered)
+ *          (SIGUSR1 ends the client's stream early, as its time would:
+ *          a test stops it once its faults are over, however slow the
+ *          machine was to get there)
  *          -r (both ends: after the stream, the QP to RESET, connected
  *          again to the same peer QP, and 8 more iterations checked the
  *          same way - a bond QP whose home rail moved goes back to its
@@ -51,6 +54,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +209,14 @@ static int refused_reset(void)
 	return ret == EIO && !q && a.qp_state == IBV_QPS_RTS ? 0 : -1;
 }
 
+static volatile sig_atomic_t stop_now;	/* SIGUSR1: the stream ends */
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop_now = 1;
+}
+
 static int run_client(void)
 {
 	size_t len = SLOTS * opt.chunk;
@@ -228,7 +240,8 @@ static int run_client(void)
 	}
 	next_wr = wrid(0, OP_WRITE);
 	for (;;) {
-		bool more = opt.count ? seq < opt.count : now_ms() < end;
+		bool more = opt.count ? seq < opt.count :
+			    now_ms() < end && !stop_now;
 
 		/* post while the window has room */
 		while (more && seq - done < (uint32_t)opt.window) {
@@ -546,6 +559,7 @@ int main(int argc, char **argv)
 			argv[0], SLOTS);
 		return 2;
 	}
+	signal(SIGUSR1, on_usr1);
 	printf("TAP version 13\n");
 	if (dev_open(&d, opt.dev, opt.gid)) {
 		tap_ok(false, "open %s", opt.dev);
