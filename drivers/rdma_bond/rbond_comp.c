@@ -404,6 +404,10 @@ static bool rbond_qp_send_wc(struct rbond_dev *bond, struct rbond_qp *qp,
 
 		if (p->rail == rail && (s32)(e->mseq - p->mseq) > 0 &&
 		    !(p->flags & (RBOND_SWQE_DONE | RBOND_SWQE_REPLAY))) {
+			ibdev_dbg(&bond->ibdev,
+				  "QP 0x%x: slot %u (opcode %u, mseq %u) done by slot %u's completion (rail %u mseq %u)\n",
+				  qp->ibqp.qp_num, s, p->opcode, p->mseq, seq,
+				  rail, e->mseq);
 			rbond_sched_done(&qp->s, p);
 			p->flags |= RBOND_SWQE_DONE;
 			p->status = IB_WC_SUCCESS;

@@ -223,6 +223,8 @@ bool rbond_fo_catch(struct rbond_qp *qp, struct rbond_swqe *e,
 	if ((!reason && !(qp->fo_rails & BIT(e->rail))) ||
 	    !rbond_fo_mark(qp, e->rail, reason))
 		return false;
+	ibdev_dbg(qp->ibqp.device, "QP 0x%x: rail %u: %s: to be posted again\n",
+		  qp->ibqp.qp_num, e->rail, ib_wc_status_msg(wc->status));
 	e->flags |= RBOND_SWQE_REPLAY;
 	mod_delayed_work(rbond_wq, &mq->fo_work, 0);
 	return true;

@@ -515,17 +515,36 @@ static bool rbond_inval_all_done(struct list_head *waits)
 	return true;
 }
 
-/* rbond_mq_mutex and bond->lock held: @mq's extra-rail members to error. */
+struct rbond_force_arg {
+	const struct rbond_conn *conn;	/* its peer's QPs; NULL: every peer */
+	const struct ib_pd *pd;		/* the revoked MR's */
+};
+
+/*
+ * rbond_mq_mutex and bond->lock held: @mq's extra-rail members to error -
+ * those of the revoked MR's PD only: a key of it works through no member
+ * QP of another PD (the member PDs are per bond PD), so another program's
+ * QPs towards the same peer keep their rails.
+ */
 static void rbond_force_error_one(struct rbond_mqp *mq, void *arg)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-	const struct rbond_conn *conn = arg;
+	const struct rbond_force_arg *a = arg;
 	unsigned int i;
 
 	lockdep_assert_held(&rbond_mq_mutex);
 	lockdep_assert_held(&mq->bond->lock);
-	if (conn && !rbond_mq_peer_addr_ok(mq, conn->raddr))
+	if (a->conn && !rbond_mq_peer_addr_ok(mq, a->conn->raddr))
 		return;
+	if (mq->qp->ibqp.pd != a->pd) {
+		ibdev_dbg(&mq->bond->ibdev,
+			  "QP 0x%x: keeps its rails: the revoked key is of another PD\n",
+			  mq->qp->ibqp.qp_num);
+		return;
+	}
+	ibdev_dbg(&mq->bond->ibdev,
+		  "QP 0x%x: extra-rail members to error: a key of its PD was not revoked at the peer\n",
+		  mq->qp->ibqp.qp_num);
 	for (i = 0; i < RBOND_MAX_RAILS; i++) {
 		struct ib_qp *member = mq->m[i].published ?
 			mq->qp->member[i] : mq->m[i].qp;
@@ -536,14 +555,17 @@ static void rbond_force_error_one(struct rbond_mqp *mq, void *arg)
 }
 
 /*
- * Force our extra-rail members towards @conn's peer (NULL: every peer) to
- * the error state.
+ * Force our extra-rail members of @mr's PD towards @conn's peer (NULL:
+ * every peer) to the error state.
  */
-static void rbond_force_error(struct rbond_dev *bond, struct rbond_conn *conn)
+static void rbond_force_error(struct rbond_dev *bond, struct rbond_conn *conn,
+			      struct rbond_mr *mr)
 {
+	struct rbond_force_arg a = { .conn = conn, .pd = mr->ibmr.pd };
+
 	mutex_lock(&rbond_mq_mutex);
 	mutex_lock(&bond->lock);
-	rbond_mq_for_each(bond, rbond_force_error_one, conn);
+	rbond_mq_for_each(bond, rbond_force_error_one, &a);
 	mutex_unlock(&bond->lock);
 	mutex_unlock(&rbond_mq_mutex);
 }
@@ -557,8 +579,8 @@ static void rbond_force_error(struct rbond_dev *bond, struct rbond_conn *conn)
  * so no new translation can be handed out): revoke every alias handed out.
  * INVAL goes on every connection that got the key (nothing for a DMA MR);
  * one whose INVAL_ACK does not come (within RBOND_INVAL_TIMEOUT, or before
- * it goes down) has our extra-rail members towards its peer forced to the
- * error state, and is taken down if still up.
+ * it goes down) has our extra-rail members of the MR's PD towards its peer
+ * forced to the error state, and is taken down if still up.
  * Locks: none held (dereg_mr dropped bond->lock); takes rbond_conn_mutex,
  * rbond_mq_mutex and bond->lock.
  * Context: process context, sleeps.
@@ -576,7 +598,7 @@ void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr)
 	INIT_LIST_HEAD(&a.waits);
 	rbond_ctrl_walk_conns(&it);
 	if (a.force_all)	/* out of memory for a wait: every peer */
-		rbond_force_error(bond, NULL);
+		rbond_force_error(bond, NULL, mr);
 	if (list_empty(&a.waits))
 		return;
 	list_for_each_entry(wc, &a.waits, link) {
@@ -593,7 +615,7 @@ void rbond_mrail_mr_dereg(struct rbond_dev *bond, struct rbond_mr *mr)
 		spin_unlock_irqrestore(&wc->conn->lock, flags);
 		if (!wc->w.done) {
 			atomic64_inc(&rbond_mstats.inval_timeouts);
-			rbond_force_error(bond, wc->conn);
+			rbond_force_error(bond, wc->conn, mr);
 			/*
 			 * A live peer that does not acknowledge is not given
 			 * keys any more: with its connection dead, later

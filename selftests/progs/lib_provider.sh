@@ -144,12 +144,30 @@ prov_fo_start() {
 		log "rbond_verify did not connect"
 }
 
-# prov_stream_stop DEV: the rbond_stream client on DEV ends its stream now
-# (SIGUSR1), as its time would have: a test started it with more time than
-# it needs and stops it once its faults are over, however slow the guest
+# prov_stream_rxe_lost OUT DEV RETRIES0: whether rbond_stream (OUT, OUT.srv)
+# failed only through FETCH_ADDs whose result never arrived - each counted
+# once by the server, nothing else wrong on either side - while DEV, the
+# rxe device of the client's home rail, retransmitted (completer_retry_err
+# past RETRIES0): Soft-RoCE's own bug, which plain rxe shows the same way
+# (selftests/repro/rxe_atomic_dupack.sh), not the bond's
+prov_stream_rxe_lost() {
+	local out=$1 dev=$2 r0=$3
+	grep -q 'executed lost' "$out" || return 1
+	grep -qE 'executed twice|bytes differ|wr_id 0x|out of order' "$out" &&
+		return 1
+	grep -q '^not ok' "$out.srv" && return 1
+	grep '^not ok' "$out" | grep -qv 'FETCH_ADDs returned their sequence number' &&
+		return 1
+	[ "$(rdma_hw_stat "$dev" completer_retry_err)" -gt "$r0" ]
+}
+
+# prov_stream_stop DEV [PORT]: the rbond_stream client on DEV (its TCP
+# port PORT) ends its stream now (SIGUSR1), as its time would have: a test
+# started it with more time than it needs and stops it once its faults are
+# over, however slow the guest
 prov_stream_stop() {
 	local p
-	for p in $(pgrep -f "rbond_stream -d $1 "); do
+	for p in $(pgrep -f "rbond_stream -d $1 ${2:+-p $2 }"); do
 		[ "$(cat /proc/$p/comm 2>/dev/null)" = rbond_stream ] &&
 			kill -USR1 "$p"
 	done

@@ -167,9 +167,10 @@ static int client_wc(const struct ibv_wc *wc, const uint64_t *fadd,
 		return -1;
 	}
 	if (op == OP_FADD && fadd[seq % SLOTS] != seq) {
-		diag("FETCH_ADD %u returned %llu: executed %s", seq,
-		     (unsigned long long)fadd[seq % SLOTS],
-		     fadd[seq % SLOTS] > seq ? "twice" : "lost");
+		diag("FETCH_ADD %u returned %llu: executed %s (at %llu ms, CLOCK_MONOTONIC)",
+		     seq, (unsigned long long)fadd[seq % SLOTS],
+		     fadd[seq % SLOTS] > seq ? "twice" : "lost",
+		     (unsigned long long)now_ms());
 		bad++;
 	}
 	if (op == OP_READ &&
