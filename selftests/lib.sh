@@ -582,6 +582,17 @@ dmesg_since() {
 # the kernel log line(s) on stdin (klog_s), and the ms from T0 to T1
 # (ms_between T0 T1)
 now_k() { cut -d' ' -f1 /proc/uptime; }
+# stream_stop DEV [PORT]: the rbond_stream client on DEV (its TCP
+# port PORT) ends its stream now (SIGUSR1), as its time would have: a test
+# started it with more time than it needs and stops it once its faults are
+# over, however slow the guest
+stream_stop() {
+	local p
+	for p in $(pgrep -f "rbond_stream -d $1 ${2:+-p $2 }"); do
+		[ "$(cat /proc/$p/comm 2>/dev/null)" = rbond_stream ] &&
+			kill -USR1 "$p"
+	done
+}
 # d_tasks: the tasks in D state and where they wait (the kernel's stack)
 d_tasks() {
 	local p

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # topo: loop
-# time: 90
+# time: 110
 #
 # A multi-rail QP whose control connection dies gets a new one
 # (Documentation/rdma_bond.rst, "Control channel").  rbond_verify and
@@ -90,7 +90,7 @@ r0=$(mrail_stat conn_renewed); h0=$(mrail_stat ctrl_half_open)
 i0=$(mrail_stat inval_timeouts)
 rr0=$(rdma_hw_stat rxe_a0 completer_retry_err)
 a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
-# the stream runs until the faults are over (prov_stream_stop)
+# the stream runs until the faults are over (stream_stop)
 prov_fo_start /tmp/cr 120
 wait_striping || log "rail 1 never carried data"
 kill -0 $SPID 2>/dev/null || log "the stream ended before the cut"
@@ -103,6 +103,8 @@ sq0=$(stream_qpn rbond0); sq1=$(stream_qpn rbond1)
 # must keep their rails: before the fix (6c52a11) every QP towards the
 # peer lost its extra rails ("rail 1 failed over (member QP error)" with
 # no rail fault; on 6.12 once the stream then failed).
+# (prov_cs takes PROV_PORT + 1 in its subshell: past the first stream's)
+PROV_PORT=$((PROV_PORT + 5))
 S2PORT=$((PROV_PORT + 1))
 prov_cs rbond1 rbond0 /tmp/cr_s2 "$PROGS/rbond_stream" \
 	-u "$RBOND_QP_TIMEOUT" -R -s 262144 -w 1 -t 120 &
@@ -133,7 +135,7 @@ if [ "$(mrail_stat conn_renewed)" -le "$r0" ]; then
 fi
 [ "$(mrail_stat conn_renewed)" -gt "$r0" ]
 log_test $? "QPs whose control connection died connected anew (conn_renewed +$(($(mrail_stat conn_renewed) - r0)))"
-prov_stream_stop rbond0 $S2PORT
+stream_stop rbond0 $S2PORT
 wait $S2PID; s2rc=$?
 log "second stream ended (rc $s2rc); keys not revoked at the peer, forced: $(($(mrail_stat inval_timeouts) - i0))"
 stream_check $s2rc /tmp/cr_s2 "the second stream, ended after the renewal: intact (rc $s2rc)"
@@ -143,12 +145,13 @@ log_test $? "the stream's QPs (0x$(printf %x "${sq0:-0}"), 0x$(printf %x "${sq1:
 [ -z "$early" ] || echo "$early" | sed 's/^/#   /'
 sleep 1
 qa=$(qp_mrail rbond0; qp_mrail rbond1)
+kill -0 $SPID 2>/dev/null || log "the first stream ended before rail 1 went down"
 rail_down a1
 log "rail 1 down at $(date +%T) (kernel clock $(now_k))"
 sleep 8
 rail_up a1
 sleep 2
-prov_stream_stop rbond0
+stream_stop rbond0
 wait $VPID; vrc=$?
 wait $SPID; src=$?
 [ $vrc = 0 ] || tail -n 5 /tmp/cr_v /tmp/cr_v.srv | sed 's/^/#   /'

@@ -99,6 +99,24 @@ stream_start() {
 # server, mostly receives)
 rail1_bytes() { echo $(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1"))); }
 # stream_report KEY: rbond_stream KEY's verdict lines on this host
+# stream_until_failback KEY MARK HOLD (host a, the client): the stream of
+# KEY ends 4 s after this host took rail 0 back ("rail 0 back in use"
+# since MARK), or HOLD + 25 s after the fault at the latest (SIGUSR1, as
+# its time would end it); before (a fixed 24 s), a slow setup left the
+# stream too little time after an 8 s outage for the failback it checks
+# (CI check of c6a6add, 6.1: "took the old home rail back ... [FAIL]")
+stream_until_failback() {
+	local port i
+	port=$((18700 + $(echo "$1" | tr -dc 0-9)))
+	for i in $(seq $(( (${3} + 25) * 2 ))); do
+		kill -0 $pid 2>/dev/null || return 0
+		dmesg_since "$2" | grep -q 'rail 0 back in use' && break
+		sleep 0.5
+	done
+	sleep 4
+	stream_stop rbond0 "$port"
+}
+
 stream_report() {
 	local out=/tmp/$1.srv
 	[ "$me" = a ] && out=/tmp/$1.cli
@@ -174,7 +192,10 @@ home_case() {
 	ho0=$(mrail_stat ctrl_half_open)
 	m=$(dmesg_mark)
 	s0=$(rxe_retry_stats "rxe_${me}1")
-	stream_start "ph$n" 24 1
+	# an outage that ends: the stream runs until host a took rail 0 back
+	# (stream_until_failback), however long the setup took
+	if [ "$hold" = good ]; then stream_start "ph$n" 24 1
+	else stream_start "ph$n" 90 1; fi
 	# the home needs a rail to move to: rail 1 in use (a failover from
 	# it, or its rejoin, under way leaves the QP none; either host's
 	# failover fences the other's member, so host a's QP shows both -
@@ -201,6 +222,7 @@ home_case() {
 			sleep "$hold"; tfix=$(now_k); rail_up "${me}0"
 		fi
 	fi
+	[ "$me" = a ] && [ "$hold" != good ] && stream_until_failback "ph$n" "$m" "$hold"
 	wait $pid; rc=$?
 	if [ "$me" = "$brk" ] && [ "$hold" = good ]; then
 		# the QP is gone, its old home member's port still down: that

@@ -161,18 +161,6 @@ prov_stream_rxe_lost() {
 	[ "$(rdma_hw_stat "$dev" completer_retry_err)" -gt "$r0" ]
 }
 
-# prov_stream_stop DEV [PORT]: the rbond_stream client on DEV (its TCP
-# port PORT) ends its stream now (SIGUSR1), as its time would have: a test
-# started it with more time than it needs and stops it once its faults are
-# over, however slow the guest
-prov_stream_stop() {
-	local p
-	for p in $(pgrep -f "rbond_stream -d $1 ${2:+-p $2 }"); do
-		[ "$(cat /proc/$p/comm 2>/dev/null)" = rbond_stream ] &&
-			kill -USR1 "$p"
-	done
-}
-
 # prov_bw_start SERVER CLIENT ITERS [TOOL [ARGS...]]: a perftest pair in
 # the background, 64 KiB, one QP unless ARGS say otherwise (sets SPID,
 # CPID; output in /tmp/prov_bw and /tmp/prov_bw.srv); prov_bw_wait: both
