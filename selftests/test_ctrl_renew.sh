@@ -91,7 +91,7 @@ i0=$(mrail_stat inval_timeouts)
 rr0=$(rdma_hw_stat rxe_a0 completer_retry_err)
 a0=$(rdma_hw_stat rbond0 rail1_failovers); b0=$(rdma_hw_stat rbond1 rail1_failovers)
 # the stream runs until the faults are over (stream_stop)
-prov_fo_start /tmp/cr 120
+prov_fo_start /tmp/cr 200
 wait_striping || log "rail 1 never carried data"
 kill -0 $SPID 2>/dev/null || log "the stream ended before the cut"
 sq0=$(stream_qpn rbond0); sq1=$(stream_qpn rbond1)

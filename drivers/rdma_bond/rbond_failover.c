@@ -1737,11 +1737,11 @@ void rbond_fo_conn_renew(struct rbond_mqp *mq)
 	/*
 	 * Nor when the home rail is failing: its connections go with it (a
 	 * removed device's first), and its move brings the QP a new one.
-	 * Whatever keeps it from connecting now, it tries again later: no
-	 * other event need come to kick it.
 	 */
-	if (mq->mv_active || READ_ONCE(qp->fo_rails) & BIT(READ_ONCE(qp->home)) ||
-	    !rbond_fo_rail_addrs(mq, READ_ONCE(qp->home), &la, &ra)) {
+	if (mq->mv_active || READ_ONCE(qp->fo_rails) & BIT(READ_ONCE(qp->home)))
+		return;
+	/* no address yet: tried again later, no other event need kick it */
+	if (!rbond_fo_rail_addrs(mq, READ_ONCE(qp->home), &la, &ra)) {
 		rbond_mq_kick_later(mq, RBOND_FO_RENEW_GAP);
 		return;
 	}
