@@ -78,6 +78,8 @@ fo_case() {
 
 # 1. link down for 8 s (both hosts: a veth pair loses carrier on both ends)
 m=$(dmesg_mark)
+ld0="$(rdma_hw_stat rbond0 rail1_link_downs) $(rdma_hw_stat rbond1 rail1_link_downs)"
+lu0="$(rdma_hw_stat rbond0 rail1_link_ups) $(rdma_hw_stat rbond1 rail1_link_ups)"
 fo_case "link down" "rail_down a1" "rail_up a1"
 [ "$FO_B" -gt 0 ]
 log_test $? "link down: rbond1 failed over from rail 1 too"
@@ -86,6 +88,12 @@ log_test $? "link down: logged once for rbond0"
 _wait_gid rxe_a1; _wait_gid rxe_b1
 grep -q '^1 .* active$' /sys/class/infiniband/rbond0/bond/rails
 log_test $? "link down: rail 1 active again"
+# the link's events as counted: one port error each, and its return
+set -- $ld0 $lu0 \
+	"$(rdma_hw_stat rbond0 rail1_link_downs)" "$(rdma_hw_stat rbond1 rail1_link_downs)" \
+	"$(rdma_hw_stat rbond0 rail1_link_ups)" "$(rdma_hw_stat rbond1 rail1_link_ups)"
+[ $(($5 - $1)) = 1 ] && [ $(($6 - $2)) = 1 ] && [ $(($7 - $3)) -ge 1 ] && [ $(($8 - $4)) -ge 1 ]
+log_test $? "link down: rail1_link_downs +$(($5 - $1)) +$(($6 - $2)), rail1_link_ups +$(($7 - $3)) +$(($8 - $4)) (rbond0, rbond1)"
 
 # 2. silent loss, both directions
 fo_case "silent loss" \

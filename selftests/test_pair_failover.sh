@@ -66,12 +66,15 @@ pair_sync bonds_up || fail "peer did not build its bond"
 	echo 'module rdma_bond +p' > /sys/kernel/debug/dynamic_debug/control
 
 
+# stream_port KEY: the TCP port of stream KEY (18700 + KEY's digits)
+stream_port() { echo $((18700 + $(echo "$1" | tr -dc 0-9))); }
+
 # stream_start KEY SECS TCP_RAIL: rbond_stream a -> b in the background
 # (sets pid), its TCP over rail TCP_RAIL; on host a, returns once rail 1
 # carried data, then both hosts wait for KEY.go
 stream_start() {
 	local key=$1 secs=$2 trail=$3 port t0 i
-	port=$((18700 + $(echo "$key" | tr -dc 0-9)))
+	port=$(stream_port "$key")
 	if [ "$me" = b ]; then
 		timeout -k 5 300 "$PROGS/rbond_stream" -d rbond0 -p $port -R \
 			-s 1048576 -w 1 -t "$secs" -u "$RBOND_QP_TIMEOUT" \
@@ -107,7 +110,7 @@ rail1_bytes() { echo $(($(rail_tx_bytes "${me}1") + $(rail_rx_bytes "${me}1")));
 # (CI check of c6a6add, 6.1: "took the old home rail back ... [FAIL]")
 stream_until_failback() {
 	local port i
-	port=$((18700 + $(echo "$1" | tr -dc 0-9)))
+	port=$(stream_port "$1")
 	for i in $(seq $(( (${3} + 25) * 2 ))); do
 		kill -0 $pid 2>/dev/null || return 0
 		dmesg_since "$2" | grep -q 'rail 0 back in use' && break
@@ -211,6 +214,7 @@ home_case() {
 	[ "$hold" != good ] && { sleep $((hold + 7))
 		{ tr '\n' ';' < /sys/class/infiniband/rbond0/bond/rails
 		  timeout 5 rdma link show "rxe_${me}0/1" | tr '\n' ';'
+		  echo -n "rail0 link_downs $(rdma_hw_stat rbond0 rail0_link_downs) link_ups $(rdma_hw_stat rbond0 rail0_link_ups);"
 		  qp_mrail rbond0 | grep multirail | tr '\n' ';'
 		  d_tasks; } > "/tmp/ph$n.fbq"; } &
 	if [ "$me" = "$brk" ]; then

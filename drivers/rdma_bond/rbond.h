@@ -95,6 +95,8 @@ enum rbond_rail_stat {
 	RBOND_STAT_REPLAYED_BYTES,
 	RBOND_STAT_FAILOVER_US,		/* last: detection to resumed traffic */
 	RBOND_STAT_PARKED,		/* member objects waiting for the port, now */
+	RBOND_STAT_LINK_DOWNS,		/* port error events the rail got */
+	RBOND_STAT_LINK_UPS,		/* port active events the rail got */
 	RBOND_NR_RAIL_STATS
 };
 

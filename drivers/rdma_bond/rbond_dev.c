@@ -701,6 +701,8 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail0_replayed_bytes" },
 	{ .name = "rail0_failover_us" },
 	{ .name = "rail0_parked" },
+	{ .name = "rail0_link_downs" },
+	{ .name = "rail0_link_ups" },
 	{ .name = "rail1_tx_wqes" },
 	{ .name = "rail1_tx_bytes" },
 	{ .name = "rail1_rx_wqes" },
@@ -712,6 +714,8 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail1_replayed_bytes" },
 	{ .name = "rail1_failover_us" },
 	{ .name = "rail1_parked" },
+	{ .name = "rail1_link_downs" },
+	{ .name = "rail1_link_ups" },
 	{ .name = "rail2_tx_wqes" },
 	{ .name = "rail2_tx_bytes" },
 	{ .name = "rail2_rx_wqes" },
@@ -723,6 +727,8 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail2_replayed_bytes" },
 	{ .name = "rail2_failover_us" },
 	{ .name = "rail2_parked" },
+	{ .name = "rail2_link_downs" },
+	{ .name = "rail2_link_ups" },
 	{ .name = "rail3_tx_wqes" },
 	{ .name = "rail3_tx_bytes" },
 	{ .name = "rail3_rx_wqes" },
@@ -734,6 +740,8 @@ static const struct rdma_stat_desc rbond_stat_descs[] = {
 	{ .name = "rail3_replayed_bytes" },
 	{ .name = "rail3_failover_us" },
 	{ .name = "rail3_parked" },
+	{ .name = "rail3_link_downs" },
+	{ .name = "rail3_link_ups" },
 };
 
 static_assert(ARRAY_SIZE(rbond_stat_descs) ==

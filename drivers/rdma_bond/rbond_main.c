@@ -156,12 +156,14 @@ static void rbond_rail_event(struct ib_event_handler *handler,
 		  rail - rail->bond->rails, ib_event_msg(event->event));
 	switch (event->event) {
 	case IB_EVENT_PORT_ACTIVE:
+		atomic64_inc(&rail->stats[RBOND_STAT_LINK_UPS]);
 		WRITE_ONCE(rail->active, true);
 		/* the QPs that failed over from it take it back */
 		rbond_fo_rail_up(rail->bond, rail - rail->bond->rails);
 		break;
 	case IB_EVENT_PORT_ERR:
 	case IB_EVENT_DEVICE_FATAL:
+		atomic64_inc(&rail->stats[RBOND_STAT_LINK_DOWNS]);
 		WRITE_ONCE(rail->active, false);
 		/* its QPs go on over the other rails */
 		rbond_fo_rail_down(rail->bond, rail - rail->bond->rails,
