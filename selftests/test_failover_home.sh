@@ -48,10 +48,8 @@
 #   9. as 1 with rail 0's member device removed (rdma link delete
 #      rxe_a0) instead of its link down: the QPs homed on it move before
 #      the member goes (runs last: it rebuilds rbond0).
-# Cases 5 and 6 are not run by default (FH_CASES=5,6 runs them): two
-# more 8 s faults, and case 6's stream may end with an atomic whose
-# result was lost with the reverse path (by design: an error, never run
-# twice; Documentation/rdma_bond.rst, "Heartbeat").  They found a bug - rbond_verify's
+# Cases 5 and 6 are not run by default (FH_CASES=5,6 runs them): the
+# heartbeat they need is off by default.  They found a bug - rbond_verify's
 # QP pair, in its READ phase when the home rail went silent, did not move
 # (2026-12-03): an extra rail failed over for "no progress" under plain
 # load just before left it no rail to move to; fixed 2026-12-04 (the
@@ -278,7 +276,7 @@ fi
 
 # 5. silent loss (netem loss 100%) both ways for 8 s: no port event, no
 # error until the members' retries run out (-u 18: seconds); the
-# heartbeat finds it (failover_silent_ms: 500 ms here, the default)
+# heartbeat finds it (failover_silent_ms, off by default: 500 ms here)
 # (as the guest had them before: the kernel command line may set them)
 HB0=$(cat /sys/module/rdma_bond/parameters/heartbeat_ms)
 SILENT0=$(cat /sys/class/infiniband/rbond0/bond/failover_silent_ms)

@@ -61,7 +61,7 @@ static struct rbond_option rbond_options[RBOND_NR_OPTS] = {
 		.name = "failover_silent_ms",
 		.off = offsetof(struct rbond_dev, silent_ms),
 		.max = RBOND_OPT_MS_MAX,
-		.def = 500,
+		.def = 0,	/* off until measured across the suite */
 	},
 };
 
@@ -170,7 +170,7 @@ MODULE_PARM_DESC(failover_stall_ms,
 module_param_cb(failover_silent_ms, &rbond_param_ops,
 		&rbond_options[RBOND_OPT_SILENT_MS], 0444);
 MODULE_PARM_DESC(failover_silent_ms,
-		 "Default time in ms a rail may go without a heartbeat from a peer's module (sent every 100 ms) before its QPs with that peer fail over, the home rail's too (plus both ends' queue drain time, 1 s at most; default 500; 0: never)");
+		 "Default time in ms a rail may go without a heartbeat from a peer's module (sent every 100 ms) before its QPs with that peer fail over, the home rail's too (plus both ends' queue drain time, 1 s at most; 0: never, the default; 500 suggested)");
 
 /* --- sysfs: one bond's tunables (group "bond") --------------------------- */
 
