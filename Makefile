@@ -23,7 +23,7 @@ CHECKPATCH_FILES = $(filter-out %.mod.c $(COMPAT_H),$(wildcard $(MOD_DIR)/*.[ch]
 	selftests/harness/*.[ch])) include/uapi/rdma/rdma_bond-abi.h
 
 .PHONY: all modules provider progs install modules_install provider_install \
-	checkpatch check test demo bench clean help deps FORCE
+	checkpatch check test demo bench bench-failover clean help deps FORCE
 
 all: modules provider progs
 
@@ -39,6 +39,7 @@ help:
 	@echo '  test             build, boot the qemu guests, run the selftests (= .ci/run)'
 	@echo '  demo             two emulated hosts, two rails, rbond via rdma link add'
 	@echo '  bench            benchmark runner (tools/bench)'
+	@echo '  bench-failover   data silence on the wire per rail fault kind (loop guest)'
 	@echo '  clean            remove build products'
 	@echo 'Variables: KDIR=<kernel build tree> KVER=<kernel release> W=<kbuild warning level>'
 
@@ -83,6 +84,12 @@ demo:
 
 bench:
 	tools/bench/run.sh
+
+# the time data stops on the wire per rail fault kind (one loop guest)
+bench-failover:
+	tools/deps.sh
+	$(MAKE) -s modules provider progs
+	tools/vm/run --timeout 900 -- selftests/run.sh bench/failover_wire.sh
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -46,9 +46,10 @@ kmemleak_baseline
 echo "TAP version 13"
 echo "1..${#tests[@]}"
 for t in "${tests[@]}"; do
-	# selftests/NAME, a harness self-check (harness/rbond_inject.sh) or a
-	# reproduction of an open bug (repro/*.sh, not in the suite)
-	case $t in harness/*|repro/*) ;; *) t=$(basename "$t") ;; esac
+	# selftests/NAME, a harness self-check (harness/rbond_inject.sh), a
+	# reproduction of an open bug or a benchmark (repro/*.sh, bench/*.sh:
+	# not in the suite)
+	case $t in harness/*|repro/*|bench/*) ;; *) t=$(basename "$t") ;; esac
 	n=$((n + 1))
 	name=$(basename "${t%.sh}")
 	if [ "$budget" -gt 0 ]; then

@@ -12,7 +12,7 @@ PKGS=(
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
 	rdmacm-utils perftest iproute2 ethtool ucx-utils
-	pkg-config gnuplot-nox linux-source-6.1 python3
+	pkg-config gnuplot-nox linux-source-6.1 python3 tcpdump
 )
 for a in "$@"; do
 	case "$a" in
