@@ -3,28 +3,32 @@
 # topo: pair
 # time: 120
 #
-# Open bug (Documentation/testing.rst, session of 2026-12-07 06:27): two
-# home moves of one QP pair that cross - host a's started by its port
-# event, host b's by its heartbeat verdict - do not complete, and the QP
-# goes to error on both hosts.  Seen in the clean-clone CI check of
-# 0fdb1fa (heartbeats on, 6.1 pair, test_pair_failover cases 3 and 4)
-# and in two 6.12 CI checks before; by hand the faulted host's FENCE
-# always reached the other host first and both moves completed.
-#
-# Here the order is forced: rbond_stream a -> b over both rails with
-# heartbeats on; host a takes a0 (every QP's home) down for 8 s, and for
-# the first CM_HOLD (2) seconds its rail-1 egress drops what goes to host
-# b's control QPs on rxe_b1 (a u32 filter on the BTH destination QPN,
-# as test_ctrl_renew.sh does): host a's FENCE is held back while host b
-# finds rail 0 silent and starts its own move.  Exit 1 when the bug
-# shows (a QP "cannot move", or the stream failed other than by the lost
-# atomic reply a home move may give), 0 when both moves completed.
+# Open bug (Documentation/testing.rst, session of 2026-12-07 06:27): in
+# the clean-clone CI check of 0fdb1fa (heartbeats on, 6.1 pair,
+# test_pair_failover cases 3 and 4), and in two 6.12 CI checks before,
+# the host without the fault judged the home rail silent and started a
+# home move of its own, the faulted host one on its port event, and
+# neither completed.  This script makes the first half happen on purpose:
+# rbond_stream a -> b over both rails with heartbeats on; host a takes a0
+# (every QP's home) down for 8 s, and for the first CM_HOLD (2) seconds
+# its rail-1 egress drops rdma_bond's FENCE messages (a u32 filter on the
+# BTH opcode and the message's magic and type; heartbeats, FENCE_ACKs and
+# data pass), so host a's FENCE is held back while host b finds rail 0
+# silent and starts its own move.  With CM_HOLD=4 (2026-12-07, 6.1, one
+# run) that happened - host b "no heartbeat ... for 620 ms", its move
+# done 59 ms later on host a's FENCE_ACK, host a's 497 ms after its port
+# event on host b's FENCE - so crossing moves as such converge; what else
+# the CI runs had (lost FENCEs both ways? a half-open rail-1 connection:
+# host b took one down 4.6 s later) is open.  Exit 1 when a QP "cannot
+# move" or the stream failed other than by the lost atomic reply a home
+# move may give; 0 when both moves completed.
 #   tools/vm/pair -- selftests/run.sh -t pair repro/crossing_home_moves.sh
 # (RBOND_VM_APPEND=rdma_bond.dyndbg=+p for the module's debug output)
 . "$(dirname "$0")/../lib.sh"
 require_guest
 require_module
 require_provider
+provider_env
 [ "${RBOND_TOPO:-}" = pair ] || skip "pair topology only"
 PROGS=$RBOND_TOP/selftests/progs
 [ -x "$PROGS/rbond_stream" ] || skip "rbond_stream not built (make progs)"
@@ -32,9 +36,9 @@ topo_up || fail "topology"
 me=$(rbond_me)
 P=/sys/module/rdma_bond/parameters
 rbond_install || fail "module install"
+rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 echo 1 > $P/multirail
 echo 100 > $P/heartbeat_ms
-rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 echo 500 > /sys/class/infiniband/rbond0/bond/failover_silent_ms
 for r in 0 1; do rail_shape "$me$r" 40mbit; done
 pair_sync bonds_up || fail "peer did not build its bond"
