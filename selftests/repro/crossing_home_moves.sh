@@ -28,20 +28,16 @@
 require_guest
 require_module
 require_provider
-provider_env
-[ "${RBOND_TOPO:-}" = pair ] || skip "pair topology only"
 PROGS=$RBOND_TOP/selftests/progs
 [ -x "$PROGS/rbond_stream" ] || skip "rbond_stream not built (make progs)"
-topo_up || fail "topology"
+pair_bonds_up
 me=$(rbond_me)
 P=/sys/module/rdma_bond/parameters
-rbond_install || fail "module install"
-rbond_create rbond0 "$me" && _wait_gid rbond0 || fail "bond over $me's rails"
 echo 1 > $P/multirail
 echo 100 > $P/heartbeat_ms
 echo 500 > /sys/class/infiniband/rbond0/bond/failover_silent_ms
 for r in 0 1; do rail_shape "$me$r" 40mbit; done
-pair_sync bonds_up || fail "peer did not build its bond"
+pair_sync shaped || fail "peer did not shape its rails"
 port=18790
 m=$(dmesg_mark)
 
