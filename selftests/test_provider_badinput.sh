@@ -35,7 +35,10 @@ bi() {	# bi DEV PEER
 	rc=$?
 	[ -n "${BI_KEEP:-}" ] && cp /tmp/bi "$BI_KEEP/bi-$1-$2.out"
 	grep -q '^ok.*EOPNOTSUPP.*SKIP' /tmp/bi && { log "$1 not seen as a bond"; rc=1; }
-	grep -E '^not ok' /tmp/bi | sed 's/^/#   /'
+	# each failed check with the diagnostics just before it
+	awk '/^#/ { d[n++ % 3] = $0; next }
+	     /^not ok/ { for (i = n - 3; i < n; i++) if (i >= 0) print d[i % 3]; print; n = 0; next }
+	     { n = 0 }' /tmp/bi | sed 's/^/#   /'
 	# how often the timing-dependent cases ran their race
 	grep -E '^ok .*(RESET cycles|exactly the granted)' /tmp/bi | sed 's/^/#   /'
 	log "UD checks passed: $(grep -c '^ok [0-9]* - UD:' /tmp/bi)"

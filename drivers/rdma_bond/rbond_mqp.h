@@ -259,6 +259,7 @@ struct rbond_rkey {
 	struct hlist_node node;
 	struct rcu_head rcu;
 	u32 rkey;
+	/* the QP pair asking (the last one, rbond_rkey_rebind()), conn->lock */
 	u32 src_qpn, dst_qpn;
 	u8 echo[8];		/* the owner QP's nonce, for RKEY_REQ */
 	u8 state;

@@ -377,6 +377,35 @@ static void rbond_rkey_flush(struct rbond_conn *conn)
 	}
 }
 
+/*
+ * The owner answers a key request about the QP pair that sent it only
+ * (rbond_handle_rkey_req()): an entry first asked by a QP that is gone, or
+ * that the key's MR is not for (another PD), would be refused again and
+ * again, leaving every other QP on @mq's connection on the home rail with
+ * that key until the entry is evicted.  Asked again by another QP, it is
+ * asked for that QP, with tries of its own.  The entry may have left the
+ * hash meanwhile (RCU keeps it): then nothing reads what changes here.
+ * Context: RCU read side (the caller holds a spinlock).
+ */
+static void rbond_rkey_rebind(struct rbond_mqp *mq, struct rbond_rkey *e)
+{
+	struct rbond_conn *conn = mq->conn;
+	unsigned long flags;
+
+	/* the peer's QPN and nonce are set before the flag */
+	if (!smp_load_acquire(&mq->have_peer_nonce))
+		return;
+	spin_lock_irqsave(&conn->lock, flags);
+	if ((e->state == RBOND_RK_NEG || e->state == RBOND_RK_SENT) &&
+	    e->src_qpn != mq->qp->ibqp.qp_num) {
+		e->src_qpn = mq->qp->ibqp.qp_num;
+		e->dst_qpn = mq->peer_qpn;
+		memcpy(e->echo, mq->peer_nonce, sizeof(e->echo));
+		e->tries = 0;
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
 /* Data path (RCU, any context): translation of @rkey, or NULL (miss). */
 /*
  * The translation of the peer's @rkey, or NULL; then *resolving says whether
@@ -413,8 +442,10 @@ static struct rbond_rkey *rbond_rkey_get(struct rbond_mqp *mq, u32 rkey,
 		st = READ_ONCE(e->state);
 		/* Lost request or stale negative answer: ask again later. */
 		if (time_after(jiffies, READ_ONCE(e->stamp) + RBOND_RKEY_RETRY) &&
-		    st != RBOND_RK_PENDING)
+		    st != RBOND_RK_PENDING) {
+			rbond_rkey_rebind(mq, e);
 			queue_work(rbond_wq, &conn->rkey_work);
+		}
 		*resolving = st == RBOND_RK_PENDING ||
 			     (st == RBOND_RK_SENT &&
 			      READ_ONCE(e->tries) < RBOND_RKEY_TRIES);

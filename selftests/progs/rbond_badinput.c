@@ -119,8 +119,12 @@ static struct ibv_qp *mkqp(struct dev *dv, struct ibv_cq *cq, int wr, int sge)
 	return mkqp_inl(dv, cq, wr, sge, 0);
 }
 
-/* A connected pair whose QP under test has @sge SGEs and @inl inline bytes. */
-static int pair_make_caps(struct pair *x, uint8_t rnr_retry, int sge, int inl)
+/*
+ * A connected pair whose QP under test has @sge SGEs and @inl inline bytes,
+ * its peer QP on @peer (the peer device, or a copy with another PD).
+ */
+static int pair_make_peer(struct pair *x, struct dev *peer, uint8_t rnr_retry,
+			  int sge, int inl)
 {
 	struct qp_info ia, ib;
 	struct conn_opts o;
@@ -134,7 +138,7 @@ static int pair_make_caps(struct pair *x, uint8_t rnr_retry, int sge, int inl)
 	if (!x->ca || !x->cb)
 		goto err;
 	x->qa = mkqp_inl(&d, x->ca, 16, sge, inl);
-	x->qb = mkqp(&p, x->cb, 16, 2);
+	x->qb = mkqp(peer, x->cb, 16, 2);
 	if (!x->qa || !x->qb)
 		goto err;
 	conn_opts_default(&o);
@@ -144,15 +148,20 @@ static int pair_make_caps(struct pair *x, uint8_t rnr_retry, int sge, int inl)
 	o.min_rnr_timer = 1;
 	o.max_rd_atomic = 4;
 	qp_local_info(&d, x->qa, 0x1234, &ia);
-	qp_local_info(&p, x->qb, 0x5678, &ib);
+	qp_local_info(peer, x->qb, 0x5678, &ib);
 	if ((errno = qp_connect(&d, x->qa, &ia, &ib, &o, acc)) ||
-	    (errno = qp_connect(&p, x->qb, &ib, &ia, &o, acc)))
+	    (errno = qp_connect(peer, x->qb, &ib, &ia, &o, acc)))
 		goto err;
 	return 0;
 err:
 	diag("cannot build a connected QP pair: %s", strerror(errno));
 	pair_destroy(x);
 	return -1;
+}
+
+static int pair_make_caps(struct pair *x, uint8_t rnr_retry, int sge, int inl)
+{
+	return pair_make_peer(x, &p, rnr_retry, sge, inl);
 }
 
 static int pair_make(struct pair *x, uint8_t rnr_retry)
@@ -1599,8 +1608,8 @@ static int refused_prep(struct pair *x, uint64_t rid)
 	return r;
 }
 
-/* Errors the device under test counted on its rails but rail 0 (-1: none) */
-static long long extra_rail_errors(void)
+/* Counter railN_@what of the device under test, summed over its rails but rail 0 (-1: none) */
+static long long extra_rail_stat(const char *what)
 {
 	long long n = -1, v;
 	char path[256];
@@ -1609,7 +1618,7 @@ static long long extra_rail_errors(void)
 
 	for (i = 1; i < 4; i++) {
 		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/hw_counters/rail%d_errors", d.name, i);
+			 "/sys/class/infiniband/%s/ports/1/hw_counters/rail%d_%s", d.name, i, what);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
@@ -1618,6 +1627,11 @@ static long long extra_rail_errors(void)
 		fclose(f);
 	}
 	return n;
+}
+
+static long long extra_rail_errors(void)
+{
+	return extra_rail_stat("errors");
 }
 
 /* ...its outcome: REM_ACCESS_ERR, and the responder's receive flushed */
@@ -1640,17 +1654,24 @@ static void refused_check(struct pair *x, int post_ret, uint64_t id,
  * allow stays on the home rail, rbond_rkey_rails()): then, between two
  * bonds, under round-robin, until it went on an extra rail (the
  * requester's rail counters say; the peer's bond cannot see that case for
- * itself), up to 4 pairs: the pick depends on whether the peer's key is
- * translated yet.
+ * itself), up to 8 pairs 250 ms apart: the pick depends on whether the
+ * peer's key is translated yet.
  */
 static void refused_case(uint64_t id, enum ibv_wr_opcode op, void *raddr,
 			 uint32_t rkey, bool extra, const char *what)
 {
-	int t, r, tries = extra && d.is_bond && p.is_bond && extra_rail_errors() >= 0 ? 4 : 1;
-	long long e0;
+	int t, r, tries = extra && d.is_bond && p.is_bond && extra_rail_errors() >= 0 ? 8 : 1;
+	long long e0, hits0 = mrail_stat("rkey_hits"), miss0 = mrail_stat("rkey_misses");
 	struct pair x;
 
 	for (t = 0; t < tries; t++) {
+		/*
+		 * A translation lives as long as the control connection it
+		 * came on: one being renewed (a busy host) leaves the key
+		 * untranslated for a while - give it time between tries.
+		 */
+		if (t)
+			usleep(250000);
 		if (pair_make(&x, 7))
 			return;
 		e0 = extra_rail_errors();
@@ -1664,6 +1685,9 @@ static void refused_case(uint64_t id, enum ibv_wr_opcode op, void *raddr,
 			return;
 		}
 	}
+	diag("rkey_hits +%lld, rkey_misses +%lld, conn_renewed %lld, ctrl_half_open %lld",
+	     mrail_stat("rkey_hits") - hits0, mrail_stat("rkey_misses") - miss0,
+	     mrail_stat("conn_renewed"), mrail_stat("ctrl_half_open"));
 	tap_ok(false, "  ... on an extra rail: never in %d tries", tries);
 }
 
@@ -1773,6 +1797,91 @@ static void t_completion_errors(void)
 		       bond_failovers() - fo);
 }
 
+static struct ibv_mr *preg(struct dev *dv, void **b, int acc);
+
+/*
+ * A remote key refused for one QP pair stays usable for the others on the
+ * same pair of hosts: the peer's MR lies in a second PD, a QP pair of the
+ * first PD writes to it (refused, natively too), then a QP pair of the MR's
+ * own PD writes to it, round-robin - its WRITEs must reach the extra rails
+ * within 3 s (the key translated for that pair), all intact.
+ */
+static void t_rkey_other_asker(void)
+{
+	struct dev p2 = p;
+	struct ibv_wc wc;
+	struct ibv_mr *mr;
+	char pol[128], pol2[128];
+	long long tx0;
+	struct pair x;
+	void *buf;
+	int i, r, n_ok = 0, extra_at = -1;
+
+	if (!d.is_bond || !p.is_bond || extra_rail_stat("tx_wqes") < 0)
+		return;
+	p2.pd = ibv_alloc_pd(p.ctx);
+	if (!p2.pd) {
+		tap_ok(false, "alloc a second PD on %s: %s", p.name, strerror(errno));
+		return;
+	}
+	mr = preg(&p2, &buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr) {
+		tap_ok(false, "register an MR in the second PD");
+		goto out_pd;
+	}
+	bond_policy("round-robin", pol, sizeof(pol));
+	/* a QP pair of the first PD: its WRITE to the key is refused */
+	if (!pair_make(&x, 7)) {
+		wait_mrail(&x);
+		r = post1(x.qa, 90, IBV_WR_RDMA_WRITE, lb, 64, lm->lkey,
+			  (uintptr_t)buf, mr->rkey);
+		if (r)
+			tap_ok(false, "WRITE to another PD's MR: post %s", en(r));
+		else if (poll_n(x.ca, &wc, 1, WAIT_MS) != 1)
+			tap_ok(false, "WRITE to another PD's MR: no completion in %d ms", WAIT_MS);
+		else
+			tap_ok(wc.status != IBV_WC_SUCCESS, "WRITE to another PD's MR refused (%s)",
+			       wc_status_name(wc.status));
+		pair_destroy(&x);
+	}
+	/* one of the MR's own PD: striped once its key is translated */
+	if (pair_make_peer(&x, &p2, 7, 2, 0))
+		goto out_pol;
+	wait_mrail(&x);
+	tx0 = extra_rail_stat("tx_wqes");
+	for (i = 0; i < 60 && extra_at < 0; i++) {
+		memset(lb, 0x40 + i, 64);
+		r = post1(x.qa, 100 + i, IBV_WR_RDMA_WRITE, lb, 64, lm->lkey,
+			  (uintptr_t)buf + 64 * i, mr->rkey);
+		if (r || poll_n(x.ca, &wc, 1, WAIT_MS) != 1 ||
+		    wc.status != IBV_WC_SUCCESS || wc.wr_id != 100 + (uint64_t)i)
+			break;
+		n_ok++;
+		if (extra_rail_stat("tx_wqes") > tx0)
+			extra_at = i;
+		else
+			usleep(50000);
+	}
+	tap_ok(n_ok == i, "WRITEs of the MR's own PD complete successfully (%d of %d)",
+	       n_ok, i);
+	for (r = 0; r < n_ok && ((uint8_t *)buf)[64 * r] == 0x40 + r &&
+	     ((uint8_t *)buf)[64 * r + 63] == 0x40 + r; r++)
+		;
+	tap_ok(r == n_ok, "their data arrived intact (%d of %d)", r, n_ok);
+	tap_ok(extra_at >= 0,
+	       "a key refused for another PD's QP pair is translated for the MR's own: on an extra rail %s",
+	       extra_at >= 0 ? "" : "never in 3 s");
+	if (extra_at >= 0)
+		diag("first WRITE on an extra rail: #%d (~%d ms)", extra_at, 50 * extra_at);
+	pair_destroy(&x);
+out_pol:
+	bond_policy(pol, pol2, sizeof(pol2));
+	ibv_dereg_mr(mr);
+	free(buf);
+out_pd:
+	ibv_dealloc_pd(p2.pd);
+}
+
 static struct ibv_mr *preg(struct dev *dv, void **b, int acc)
 {
 	struct ibv_mr *mr;
@@ -1862,6 +1971,7 @@ int main(int argc, char **argv)
 		t_post_vs_reset();
 	}
 	t_completion_errors();
+	t_rkey_other_asker();
 out:
 	if (native_out)
 		fclose(native_out);
