@@ -149,10 +149,11 @@ vm_log_bad() {
 vm_log_first_report() {
 	awk -v re="$VM_BAD_RE" '
 		!seen && $0 ~ re { seen = 1; out = $0; next }
+		seen && / Comm: / && !comm { comm = 1; out = out " | " $0 }
 		seen && /RIP: / && !rip { rip = 1; out = out " | " $0 }
-		seen && n < 4 && match($0, /\]  [A-Za-z_][A-Za-z0-9_.]*\+0x/) {
+		seen && n < 8 && match($0, /\]  [A-Za-z_][A-Za-z0-9_.]*\+0x/) {
 			n++; out = out " < " substr($0, RSTART + 3, RLENGTH - 6) }
-		seen && n >= 4 && rip { exit }
+		seen && n >= 8 && rip { exit }
 		END { if (seen) print out }' "$1" 2>/dev/null |
-		sed -E 's/\[ *[0-9]+\.[0-9]+\] //g' | cut -c1-400
+		sed -E 's/\[ *[0-9]+\.[0-9]+\] //g' | cut -c1-700
 }
