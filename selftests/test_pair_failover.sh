@@ -180,6 +180,33 @@ fo_case() {
 		log_test $? "$label: host $me uses rail 1 again after it came back ($(((t1 - t0) / 1000)) kB in 6 s)"
 	fi
 	pair_sync "pf$n.done" 120
+	rail_cm_ok "pf$n" 1 "$label"
+}
+
+# rail_cm_ok N RAIL LABEL: after a fault on RAIL, rdma_cm still connects
+# over it - rping (rdmacm-utils, on the rails' own devices) from host a to
+# host b's rail address.  A control connection torn down while its port
+# was down sends its DREQ through the port's GSI QP, which rxe then moves
+# to error for good: no rdma_cm connection over that port afterwards, for
+# anyone on the host (2026-12-07, heartbeats on: the port state lagged
+# the link by 40 ms and such a teardown came in between; "unreachable
+# (-110)" a minute later, new QPs "stays single-rail").
+rail_cm_ok() {
+	local n=$1 rail=$2 label=$3 rc=0 pid
+	if [ "$me" = b ]; then
+		timeout 60 rping -s -a "$(rail_ip "$rail" b)" -C 3 -S 64 > "/tmp/cm$n.srv" 2>&1 &
+		pid=$!
+		sleep 1; pair_put "cm$n.srv" up
+		pair_get "cm$n.cli" 90 >/dev/null
+		kill $pid 2>/dev/null; wait $pid 2>/dev/null
+		return 0
+	fi
+	pair_get "cm$n.srv" 60 >/dev/null
+	timeout 40 rping -c -a "$(rail_ip "$rail" b)" -C 3 -S 64 -v > "/tmp/cm$n.cli" 2>&1
+	rc=$?
+	pair_put "cm$n.cli" "$rc"
+	[ $rc = 0 ] || tail -n 3 "/tmp/cm$n.cli" | sed 's/^/#   /'
+	log_test $rc "$label: rdma_cm still connects over rail $rail afterwards (rping a -> b, rc $rc)"
 }
 
 # home_case N BREAKER HOLD LABEL: rbond_stream a -> b (its TCP over rail
@@ -315,6 +342,8 @@ home_case() {
 	log_test $? "$label: host $me moved the QP's home to rail 1"
 	pair_sync "ph$n.done" 120
 	_wait_gid rxe_${me}0
+	[ "$hold" != good ] && rail_cm_ok "ph$n" 0 "$label"
+	true
 }
 
 # double_case N: host b loses rail 1, then rail 0 (home) while rail 1 is

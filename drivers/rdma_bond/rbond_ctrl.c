@@ -352,15 +352,32 @@ static void rbond_conn_down(struct rbond_conn *conn)
  * connection, and its teardown sends a DREQ through the port's GSI QP,
  * which rxe then moves to error for good - no rdma_cm connection over
  * that port after the link returned (seen as "unreachable (-110)").  An
- * idle connection survives an outage.  conn->lock held, the device there
+ * idle connection survives an outage.  The port's state lags its netdev:
+ * rxe raises the port event tens of ms after the link went (40 ms seen,
+ * with a teardown in between), so the netdev the connection is bound to
+ * must be running with carrier too.  conn->lock held, the device there
  * (state UP, or an id with a QP: rbond_conn_setup() ran).
  */
 static bool rbond_conn_port_active(struct rbond_conn *conn)
 {
+	const struct rdma_dev_addr *da;
+	struct net_device *ndev;
 	enum ib_port_state st;
+	bool up = true;
 
-	return !ib_get_cached_port_state(conn->dmadev, conn->port, &st) &&
-	       st == IB_PORT_ACTIVE;
+	if (ib_get_cached_port_state(conn->dmadev, conn->port, &st) ||
+	    st != IB_PORT_ACTIVE)
+		return false;
+	if (!conn->id)
+		return true;
+	da = &conn->id->route.addr.dev_addr;
+	rcu_read_lock();
+	ndev = da->net && da->bound_dev_if ?
+	       dev_get_by_index_rcu(da->net, da->bound_dev_if) : NULL;
+	if (ndev)
+		up = netif_running(ndev) && netif_carrier_ok(ndev);
+	rcu_read_unlock();
+	return up;
 }
 
 /*
