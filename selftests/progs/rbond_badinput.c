@@ -1666,9 +1666,9 @@ static void refused_case(uint64_t id, enum ibv_wr_opcode op, void *raddr,
 
 	for (t = 0; t < tries; t++) {
 		/*
-		 * A translation lives as long as the control connection it
-		 * came on: one being renewed (a busy host) leaves the key
-		 * untranslated for a while - give it time between tries.
+		 * A key refused or not answered yet is asked again
+		 * RBOND_RKEY_RETRY (0.5 s) later, for the QP asking then:
+		 * give it time between tries.
 		 */
 		if (t)
 			usleep(250000);
@@ -1797,7 +1797,18 @@ static void t_completion_errors(void)
 		       bond_failovers() - fo);
 }
 
-static struct ibv_mr *preg(struct dev *dv, void **b, int acc);
+static struct ibv_mr *preg(struct dev *dv, void **b, int acc)
+{
+	struct ibv_mr *mr;
+
+	if (posix_memalign(b, 4096, BUF))
+		return NULL;
+	memset(*b, 0, BUF);
+	mr = ibv_reg_mr(dv->pd, *b, BUF, acc);
+	if (!mr)
+		diag("reg MR on %s (access 0x%x): %s", dv->name, acc, strerror(errno));
+	return mr;
+}
 
 /*
  * A remote key refused for one QP pair stays usable for the others on the
@@ -1880,19 +1891,6 @@ out_pol:
 	free(buf);
 out_pd:
 	ibv_dealloc_pd(p2.pd);
-}
-
-static struct ibv_mr *preg(struct dev *dv, void **b, int acc)
-{
-	struct ibv_mr *mr;
-
-	if (posix_memalign(b, 4096, BUF))
-		return NULL;
-	memset(*b, 0, BUF);
-	mr = ibv_reg_mr(dv->pd, *b, BUF, acc);
-	if (!mr)
-		diag("reg MR on %s (access 0x%x): %s", dv->name, acc, strerror(errno));
-	return mr;
 }
 
 int main(int argc, char **argv)
